@@ -1,0 +1,39 @@
+# Every target sets itself up: a fresh clone needs only python3 (3.11+), a C compiler and make.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all install test lint bench run check clean
+
+all: test
+
+$(STAMP): pyproject.toml setup.py scorer/_core.pyx scorer/_core.pxd
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -c "import scorer; assert scorer.IMPLEMENTATION == 'compiled', scorer.IMPLEMENTATION"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check scorer webhook tests bench
+	$(VENV)/bin/ruff format --check scorer webhook tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+bench: $(STAMP)
+	$(PY) bench/bench_scorer.py --out bench/latest.json
+
+run: $(STAMP)
+	$(VENV)/bin/tasgate serve
+
+check: $(STAMP)
+	$(VENV)/bin/tasgate check -f examples/
+
+clean:
+	rm -rf $(VENV) build *.egg-info scorer/*.so scorer/*.c .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,189 @@
+"""The topology tree of one flavor as flat arrays, the shape both placement engines read.
+
+Domains of every level live in one index space, level by level, each level sorted by its
+level-value path; that order *is* Kueue's `levelValues` tie-break, so engines compare
+indexes instead of strings. Children of a domain are contiguous. Leaves are the last level.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from scorer.model import HOSTNAME_LABEL, SCHEDULING_EFFECTS, Node, Taint
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """Static structure and capacity of a topology; never mutated once built."""
+
+    levels: tuple[str, ...]
+    hostname_leaves: bool
+    level_offsets: array[int]  # int32, len(levels) + 1
+    parent: array[int]  # int32 per domain, -1 for roots
+    child_start: array[int]  # int32 per domain (leaves: start == end)
+    child_end: array[int]
+    id_rank: array[int]  # int32: rank of Kueue's DomainID string within its level
+    paths: tuple[tuple[str, ...], ...]  # level values per domain
+    resources: tuple[str, ...]  # sorted resource names of the capacity columns
+    capacity: array[int]  # int64, leaves x resources (row-major)
+    taint_class: array[int]  # int32 per leaf: index into taint_classes
+    taint_classes: tuple[tuple[Taint, ...], ...]
+    leaf_nodes: tuple[Node, ...]  # the node of each leaf when leaves are hosts, else ()
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.taint_class)
+
+    @property
+    def leaf_offset(self) -> int:
+        return self.level_offsets[-2]
+
+    def leaf_path(self, leaf: int) -> tuple[str, ...]:
+        return self.paths[self.leaf_offset + leaf]
+
+    def level_of(self, domain: int) -> int:
+        for level in range(len(self.levels)):
+            if domain < self.level_offsets[level + 1]:
+                return level
+        raise IndexError(domain)
+
+    def resource_column(self, name: str) -> int:
+        """Column of a resource, or -1 when no node of this topology has it."""
+        try:
+            return self.resources.index(name)
+        except ValueError:
+            return -1
+
+
+def matches_flavor(node: Node, node_labels: Mapping[str, str], levels: Sequence[str]) -> bool:
+    """utiltas.NodeMatchesFlavor: every flavor label pair and every level label present."""
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in node_labels.items()):
+        return False
+    return all(level in labels for level in levels)
+
+
+def build_tree(
+    levels: Sequence[str], nodes: Iterable[Node], *, drop_condition_taints: bool, with_usage: bool
+) -> tuple[Tree, array[int]]:
+    """Build the tree of the given nodes and the free capacity of its leaves.
+
+    Returns ``(tree, free)``; ``free`` is capacity minus node usage when ``with_usage``.
+    """
+    levels = tuple(levels)
+    hostname_leaves = levels[-1] == HOSTNAME_LABEL
+    leaves = _group_leaves(levels, nodes, hostname_leaves)
+    keys = sorted(leaves, key=lambda k: leaves[k][0])
+    resources = tuple(sorted({r for k in keys for n in leaves[k][1] for r in n.allocatable}))
+    structure = _structure(levels, [leaves[k][0] for k in keys], hostname_leaves)
+    capacity, free = _capacities([leaves[k][1] for k in keys], resources, with_usage)
+    leaf_nodes = tuple(leaves[k][1][0] for k in keys) if hostname_leaves else ()
+    taint_class, classes = _taint_classes(leaf_nodes, len(keys), drop_condition_taints)
+    tree = Tree(
+        levels=levels,
+        hostname_leaves=hostname_leaves,
+        resources=resources,
+        capacity=capacity,
+        taint_class=taint_class,
+        taint_classes=classes,
+        leaf_nodes=leaf_nodes,
+        **structure,
+    )
+    return tree, free
+
+
+def _group_leaves(
+    levels: tuple[str, ...], nodes: Iterable[Node], hostname_leaves: bool
+) -> dict[object, tuple[tuple[str, ...], list[Node]]]:
+    # With hostname as the lowest level Kueue keys a leaf by hostname alone (first path wins).
+    leaves: dict[object, tuple[tuple[str, ...], list[Node]]] = {}
+    for node in nodes:
+        path = tuple(node.labels[level] for level in levels)
+        key: object = path[-1] if hostname_leaves else path
+        entry = leaves.get(key)
+        if entry is None:
+            leaves[key] = (path, [node])
+        else:
+            entry[1].append(node)
+    return leaves
+
+
+def _structure(levels: tuple[str, ...], leaf_paths: list[tuple[str, ...]], hostname_leaves: bool) -> dict[str, object]:
+    n_levels = len(levels)
+    per_level: list[list[tuple[str, ...]]] = []
+    for depth in range(1, n_levels):
+        prefixes = sorted({p[:depth] for p in leaf_paths})
+        per_level.append(prefixes)
+    per_level.append(list(leaf_paths))
+    offsets = [0]
+    for domains in per_level:
+        offsets.append(offsets[-1] + len(domains))
+    index = {(lvl, path): offsets[lvl] + i for lvl, domains in enumerate(per_level) for i, path in enumerate(domains)}
+    total = offsets[-1]
+    parent = array("i", [-1]) * total
+    child_start = array("i", [0]) * total
+    child_end = array("i", [0]) * total
+    for lvl in range(1, n_levels):
+        for i, path in enumerate(per_level[lvl]):
+            d = offsets[lvl] + i
+            p = index[(lvl - 1, path[:-1])]
+            parent[d] = p
+            if child_end[p] == 0:
+                child_start[p] = d
+            child_end[p] = d + 1
+    paths = tuple(path for domains in per_level for path in domains)
+    return {
+        "level_offsets": array("i", offsets),
+        "parent": parent,
+        "child_start": child_start,
+        "child_end": child_end,
+        "id_rank": _id_ranks(per_level, hostname_leaves),
+        "paths": paths,
+    }
+
+
+def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> array[int]:
+    """Kueue's DomainID is the comma-joined path (only the hostname for host leaves)."""
+    ranks = array("i")
+    last = len(per_level) - 1
+    for lvl, domains in enumerate(per_level):
+        ids = [p[-1] if (hostname_leaves and lvl == last) else ",".join(p) for p in domains]
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        rank = [0] * len(ids)
+        for r, i in enumerate(order):
+            rank[i] = r
+        ranks.extend(rank)
+    return ranks
+
+
+def _capacities(
+    leaf_nodes: list[list[Node]], resources: tuple[str, ...], with_usage: bool
+) -> tuple[array[int], array[int]]:
+    capacity = array("q")
+    free = array("q")
+    for nodes in leaf_nodes:
+        for r in resources:
+            cap = sum(n.allocatable.get(r, 0) for n in nodes)
+            capacity.append(cap)
+            free.append(cap - sum(n.usage.get(r, 0) for n in nodes) if with_usage else cap)
+    return capacity, free
+
+
+def _taint_classes(
+    leaf_nodes: tuple[Node, ...], n_leaves: int, drop_condition_taints: bool
+) -> tuple[array[int], tuple[tuple[Taint, ...], ...]]:
+    """Group host leaves by their scheduling taints: few distinct sets in a real cluster."""
+    if not leaf_nodes:
+        return array("i", [0]) * n_leaves, ((),)
+    classes: dict[tuple[Taint, ...], int] = {}
+    ids = array("i")
+    for node in leaf_nodes:
+        taints = tuple(
+            t
+            for t in node.taints
+            if t.effect in SCHEDULING_EFFECTS and not (drop_condition_taints and t.is_condition)
+        )
+        ids.append(classes.setdefault(taints, len(classes)))
+    return ids, tuple(classes)
