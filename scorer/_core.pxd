@@ -48,6 +48,7 @@ cdef struct State:
     int32_t* a
     int32_t* b
     int32_t* c
+    int32_t* d
     int32_t* tmp
     int cap
 

@@ -97,18 +97,49 @@ cdef void sort_domains(State* s, int32_t* xs, int n, bint with_leader) noexcept 
         memcpy(xs, src, n * sizeof(int32_t))
 
 
-cdef inline int32_t best_fit(const int32_t* xs, int n, int64_t needed, const int64_t* values) noexcept nogil:
-    """The first domain with the smallest value still >= needed, else the first one."""
+cdef inline int32_t best_fit(const State* s, const int32_t* xs, int n, int64_t needed, const int64_t* values,
+                             int64_t leaders) noexcept nogil:
+    """The first domain with the smallest value still >= needed (holding the leader, if one
+    is still to place), else the first one."""
     cdef int32_t best = xs[0]
-    cdef int64_t best_value = values[best]
+    cdef int64_t best_value = 0, v
+    cdef bint found = False
     cdef int i
-    cdef int64_t v
     for i in range(n):
         v = values[xs[i]]
-        if v >= needed and v < best_value:
+        if v >= needed and s.ld[xs[i]] >= leaders and (not found or v < best_value):
             best = xs[i]
             best_value = v
+            found = True
     return best
+
+
+cdef int32_t leader_domain(const State* s, const int32_t* xs, int n, int64_t remaining, int64_t leaders,
+                           bint slices) noexcept nogil:
+    """A leader-capable domain whose worker penalty fits the slack (Kueue #13383)."""
+    cdef const int64_t* prim = s.sl if slices else s.st
+    cdef const int64_t* wl = s.slwl if slices else s.swl
+    cdef int64_t slack = -remaining, best_value = 0
+    cdef int i
+    cdef int32_t d, first = -1, best = -1, capable = -1
+    for i in range(n):
+        slack += prim[xs[i]]
+    for i in range(n):
+        d = xs[i]
+        if capable < 0 and s.ld[d] > 0:
+            capable = d
+        if s.ld[d] < leaders or (wl[d] < remaining and prim[d] - wl[d] > slack):
+            continue
+        if first < 0:
+            first = d
+        if s.best_fit and wl[d] >= remaining and (best < 0 or wl[d] < best_value):
+            best = d
+            best_value = wl[d]
+    if best >= 0:
+        return best
+    if first >= 0:
+        return first
+    return capable if capable >= 0 else xs[0]
 
 
 # ---------------------------------------------------------------- phase 1
@@ -287,32 +318,34 @@ cdef int not_fit(const Tree* t, const Request* r, const State* s, Outcome* o, in
 
 cdef int spread(const Tree* t, const Request* r, State* s, Outcome* o, int search, int n,
                 int64_t slice_count) noexcept nogil:
-    """No single domain holds it: leaders first, then workers greedily. Ordered list in s.a."""
+    """No single domain holds it: the leader first, then workers greedily. Ordered list in s.a."""
     cdef int32_t* ordered = s.a
     cdef int32_t* chosen = s.b
     cdef int32_t* rest = s.c
-    cdef int n_chosen = 0, idx = 0, i, n_rest
-    cdef int64_t remaining = slice_count, leaders = s.leader_count
-    cdef int32_t d
-    while leaders > 0 and idx < n and s.ld[ordered[idx]] > 0:
-        d = ordered[idx]
-        if s.best_fit and s.slwl[d] >= remaining:
-            d = best_fit(ordered + idx, n - idx, remaining, s.slwl if leaders > 0 else s.sl)
-        chosen[n_chosen] = d
+    cdef int n_chosen = 0, i, n_rest = 0
+    cdef int64_t remaining = slice_count
+    cdef int32_t d, lead = -1
+    cdef bint capable = False
+    if s.leader_count:
+        for i in range(n):
+            if s.ld[ordered[i]] > 0:
+                capable = True
+        if not capable:
+            return not_fit(t, r, s, o, search, 0, slice_count)
+        lead = leader_domain(s, ordered, n, remaining, s.leader_count, True)
+        chosen[n_chosen] = lead
         n_chosen += 1
-        leaders -= s.ld[d]
-        remaining -= s.slwl[d]
-        idx += 1
-    if leaders > 0:
-        return not_fit(t, r, s, o, search, s.leader_count - leaders, slice_count)
-    n_rest = n - idx
-    memcpy(rest, ordered + idx, n_rest * sizeof(int32_t))
+        remaining -= s.slwl[lead]
+    for i in range(n):
+        if ordered[i] != lead:
+            rest[n_rest] = ordered[i]
+            n_rest += 1
     sort_domains(s, rest, n_rest, False)
     i = 0
     while remaining > 0 and i < n_rest:
         d = rest[i]
         if s.best_fit and s.sl[d] >= remaining:
-            d = best_fit(rest + i, n_rest - i, remaining, s.sl)
+            d = best_fit(s, rest + i, n_rest - i, remaining, s.sl, 0)
         chosen[n_chosen] = d
         n_chosen += 1
         remaining -= s.sl[d]
@@ -339,11 +372,11 @@ cdef int find_level(const Tree* t, const Request* r, State* s, Outcome* o) noexc
         sort_domains(s, s.a, n, True)
         top = s.a[0]
         if s.best_fit and s.slwl[top] >= slice_count and s.ld[top] >= lc:
-            top = best_fit(s.a, n, slice_count, s.slwl if lc > 0 else s.sl)
+            top = best_fit(s, s.a, n, slice_count, s.slwl if lc > 0 else s.sl, lc)
         if not s.best_fit:
             for i in range(n):
                 cand = s.a[i]
-                if s.sl[cand] >= slice_count:
+                if s.slwl[cand] >= slice_count and s.ld[cand] >= lc:
                     s.b[0] = cand
                     o.level = search
                     return 1
@@ -365,43 +398,42 @@ cdef int find_level(const Tree* t, const Request* r, State* s, Outcome* o) noexc
 
 cdef int update_counts(State* s, const int32_t* inp, int n, int64_t count, int64_t leaders, int64_t size,
                        bint slices, int32_t* out) noexcept nogil:
-    """updateCountsToMinimumGeneric; -1 is Kueue's "code assumptions violated"."""
+    """updateCountsToMinimumGeneric: the leader's domain first, then workers; -1 is Kueue's
+    "code assumptions violated"."""
     cdef int64_t remaining = count // size if slices else count
     cdef int64_t* prim = s.sl if slices else s.st
     cdef int64_t* wl = s.slwl if slices else s.swl
     cdef int64_t factor = size if slices else 1
-    cdef int n_out = 0, i
-    cdef int32_t dom
-    for i in range(n):
-        dom = inp[i]
-        if leaders > 0:
-            if s.best_fit and wl[dom] >= remaining and s.ld[dom] >= leaders:
-                dom = best_fit(inp + i, n - i, remaining, wl)
-            out[n_out] = dom
-            n_out += 1
-            if wl[dom] >= remaining and s.ld[dom] >= leaders:
-                prim[dom] = remaining
-                s.ld[dom] = leaders
-                s.st[dom] = remaining * factor
-                return n_out
-            if slices:
-                if wl[dom] > remaining:
-                    wl[dom] = remaining
-                if s.ld[dom] > leaders:
-                    s.ld[dom] = leaders
-                s.st[dom] = wl[dom] * size
-                leaders -= s.ld[dom]
-                remaining -= wl[dom]
-            else:
-                remaining -= wl[dom]
-                leaders -= s.ld[dom]
-                if wl[dom] > remaining:
-                    wl[dom] = remaining
-                if s.ld[dom] > leaders:
-                    s.ld[dom] = leaders
-            continue
+    cdef int n_out = 0, i, n_rest = n, j
+    cdef int32_t dom, lead
+    cdef int32_t* rest = s.d
+    memcpy(rest, inp, n * sizeof(int32_t))
+    while leaders > 0 and n_rest > 0:
+        lead = leader_domain(s, rest, n_rest, remaining, leaders, slices)
+        out[n_out] = lead
+        n_out += 1
+        if wl[lead] >= remaining and s.ld[lead] >= leaders:
+            prim[lead] = remaining
+            s.ld[lead] = leaders
+            s.st[lead] = remaining * factor
+            return n_out
+        if wl[lead] > remaining:
+            wl[lead] = remaining
+        if s.ld[lead] > leaders:
+            s.ld[lead] = leaders
+        s.st[lead] = wl[lead] * factor
+        leaders -= s.ld[lead]
+        remaining -= wl[lead]
+        j = 0
+        for i in range(n_rest):
+            if rest[i] != lead:
+                rest[j] = rest[i]
+                j += 1
+        n_rest = j
+    for i in range(n_rest):
+        dom = rest[i]
         if s.best_fit and prim[dom] >= remaining:
-            dom = best_fit(inp + i, n - i, remaining, prim)
+            dom = best_fit(s, rest + i, n_rest - i, remaining, prim, 0)
         s.ld[dom] = 0
         out[n_out] = dom
         n_out += 1
@@ -635,6 +667,7 @@ cdef bint _allocate(State* s, Outcome* o, int n, int n_levels, int n_classes, in
     s.a = <int32_t*>malloc(cap * sizeof(int32_t))
     s.b = <int32_t*>malloc(cap * sizeof(int32_t))
     s.c = <int32_t*>malloc(cap * sizeof(int32_t))
+    s.d = <int32_t*>malloc(cap * sizeof(int32_t))
     s.tmp = <int32_t*>malloc(cap * sizeof(int32_t))
     o.status = ST_FIT
     o.level = 0
@@ -653,7 +686,7 @@ cdef bint _allocate(State* s, Outcome* o, int n, int n_levels, int n_classes, in
     o.level_fitting = <int64_t*>calloc(n_levels, sizeof(int64_t))
     o.level_best = <int64_t*>calloc(n_levels, sizeof(int64_t))
     return (s.st != NULL and s.swl != NULL and s.sl != NULL and s.slwl != NULL and s.ld != NULL
-            and s.a != NULL and s.b != NULL and s.c != NULL and s.tmp != NULL and o.final != NULL
+            and s.a != NULL and s.b != NULL and s.c != NULL and s.d != NULL and s.tmp != NULL and o.final != NULL
             and o.taint_counts != NULL and o.resource_counts != NULL and o.layer_fits != NULL
             and o.level_max_pods != NULL and o.level_max_slices != NULL and o.level_fitting != NULL
             and o.level_best != NULL)
@@ -668,6 +701,7 @@ cdef void _release(State* s, Outcome* o) noexcept:
     cfree(s.a)
     cfree(s.b)
     cfree(s.c)
+    cfree(s.d)
     cfree(s.tmp)
     cfree(o.final)
     cfree(o.taint_counts)

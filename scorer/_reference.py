@@ -54,20 +54,40 @@ class _State:
         return sorted(domains, key=lambda d: (sign * self.sl[d], self.st[d], d))
 
     def best_fit_slices(self, domains: list[int], needed: int, leaders: int) -> int:
-        return _best_fit(domains, needed, self.slwl if leaders > 0 else self.sl)
+        return _best_fit(domains, needed, self.slwl if leaders > 0 else self.sl, self.ld, leaders)
 
     def best_fit_pods(self, domains: list[int], needed: int, leaders: int) -> int:
-        return _best_fit(domains, needed, self.swl if leaders > 0 else self.st)
+        return _best_fit(domains, needed, self.swl if leaders > 0 else self.st, self.ld, leaders)
+
+    def leader_domain(self, domains: list[int], remaining: int, leaders: int, slices: bool) -> int:
+        """Where the leader goes: a leader-capable domain whose worker penalty fits the slack.
+
+        Placing the leader costs a domain ``prim - with_leader`` workers; the domains' total
+        capacity beyond what is still needed is the slack that can absorb it (Kueue #13383).
+        Among eligible domains, best fit picks the tightest one that completes the group.
+        """
+        prim, wl = (self.sl, self.slwl) if slices else (self.st, self.swl)
+        slack = sum(prim[d] for d in domains) - remaining
+        eligible = [
+            d for d in domains if self.ld[d] >= leaders and (wl[d] >= remaining or prim[d] - wl[d] <= slack)
+        ]
+        if eligible:
+            if self.best_fit and any(wl[d] >= remaining for d in eligible):
+                return _best_fit(eligible, remaining, wl, self.ld, leaders)
+            return eligible[0]
+        return next((d for d in domains if self.ld[d] > 0), domains[0])
 
 
-def _best_fit(domains: list[int], needed: int, values: list[int]) -> int:
-    """The first domain with the smallest value still >= needed, else the first domain."""
+def _best_fit(domains: list[int], needed: int, values: list[int], ld: list[int], leaders: int) -> int:
+    """The first domain with the smallest value still >= needed (holding the leader, if one
+    is still to place), else the first domain."""
     best = domains[0]
-    best_value = values[best]
+    found = False
+    best_value = 0
     for d in domains:
         v = values[d]
-        if needed <= v < best_value:
-            best, best_value = d, v
+        if v >= needed and ld[d] >= leaders and (not found or v < best_value):
+            best, best_value, found = d, v, True
     return best
 
 
@@ -227,7 +247,7 @@ def _find_level(s: _State, search: int, result: RawResult) -> tuple[int, list[in
             top = s.best_fit_slices(ordered, slice_count, lc)
         if not s.best_fit:
             for cand in ordered:
-                if s.sl[cand] >= slice_count:
+                if s.slwl[cand] >= slice_count and s.ld[cand] >= lc:
                     return search, [cand]
             if req.required:
                 return _not_fit(s, result, search, s.st[ordered[-1]], slice_count)
@@ -247,19 +267,15 @@ def _spread(
     """No single domain holds it: leaders first, then workers greedily over the rest."""
     chosen: list[int] = []
     remaining = slice_count
-    leaders = s.leader_count
-    idx = 0
-    while leaders > 0 and idx < len(ordered) and s.ld[ordered[idx]] > 0:
-        d = ordered[idx]
-        if s.best_fit and s.slwl[d] >= remaining:
-            d = s.best_fit_slices(ordered[idx:], remaining, leaders)
-        chosen.append(d)
-        leaders -= s.ld[d]
-        remaining -= s.slwl[d]
-        idx += 1
-    if leaders > 0:
-        return _not_fit(s, result, search, s.leader_count - leaders, slice_count)
-    rest = s.sorted_plain(ordered[idx:])
+    rest = ordered
+    if s.leader_count:
+        if not any(s.ld[d] > 0 for d in ordered):
+            return _not_fit(s, result, search, 0, slice_count)
+        lead = s.leader_domain(ordered, remaining, s.leader_count, True)
+        chosen.append(lead)
+        remaining -= s.slwl[lead]
+        rest = [d for d in ordered if d != lead]
+    rest = s.sorted_plain(rest)
     i = 0
     while remaining > 0 and i < len(rest):
         d = rest[i]
@@ -331,50 +347,37 @@ def _update_counts(s: _State, domains: list[int], count: int, leaders: int, size
     """updateCountsToMinimumGeneric; None is Kueue's "code assumptions violated"."""
     chosen: list[int] = []
     remaining = count // size if slices else count
-    prim = s.sl if slices else s.st
-    for i, dom in enumerate(domains):
-        if leaders > 0:
-            d, done, remaining, leaders = _consume_with_leaders(s, dom, domains[i:], remaining, leaders, size, slices)
-            chosen.append(d)
-            if done:
-                return chosen
-            continue
+    prim, wl = (s.sl, s.slwl) if slices else (s.st, s.swl)
+    factor = size if slices else 1
+    rest = domains
+    while leaders > 0 and rest:
+        lead = s.leader_domain(rest, remaining, leaders, slices)
+        chosen.append(lead)
+        if wl[lead] >= remaining and s.ld[lead] >= leaders:
+            prim[lead] = remaining
+            s.ld[lead] = leaders
+            s.st[lead] = remaining * factor
+            return chosen
+        wl[lead] = min(wl[lead], remaining)
+        s.ld[lead] = min(s.ld[lead], leaders)
+        s.st[lead] = wl[lead] * factor
+        leaders -= s.ld[lead]
+        remaining -= wl[lead]
+        rest = [d for d in rest if d != lead]
+    for i, dom in enumerate(rest):
         if s.best_fit and prim[dom] >= remaining:
-            dom = s.best_fit_slices(domains[i:], remaining, 0) if slices else s.best_fit_pods(domains[i:], remaining, 0)
+            dom = s.best_fit_slices(rest[i:], remaining, 0) if slices else s.best_fit_pods(rest[i:], remaining, 0)
         s.ld[dom] = 0
         chosen.append(dom)
         if prim[dom] >= remaining:
             if slices:
                 s.sl[dom] = remaining
-            s.st[dom] = remaining * (size if slices else 1)
+            s.st[dom] = remaining * factor
             return chosen
         if slices:
             s.st[dom] = s.sl[dom] * size
         remaining -= prim[dom]
     return None
-
-
-def _consume_with_leaders(
-    s: _State, dom: int, rest: list[int], remaining: int, leaders: int, size: int, slices: bool
-) -> tuple[int, bool, int, int]:
-    prim, with_leader = (s.sl, s.slwl) if slices else (s.st, s.swl)
-    if s.best_fit and with_leader[dom] >= remaining and s.ld[dom] >= leaders:
-        dom = s.best_fit_slices(rest, remaining, leaders) if slices else s.best_fit_pods(rest, remaining, leaders)
-    if with_leader[dom] >= remaining and s.ld[dom] >= leaders:
-        prim[dom] = remaining
-        s.ld[dom] = leaders
-        s.st[dom] = remaining * (size if slices else 1)
-        return dom, True, remaining, leaders
-    if slices:
-        with_leader[dom] = min(with_leader[dom], remaining)
-        s.ld[dom] = min(s.ld[dom], leaders)
-        s.st[dom] = with_leader[dom] * size
-        return dom, False, remaining - with_leader[dom], leaders - s.ld[dom]
-    remaining -= with_leader[dom]
-    leaders -= s.ld[dom]
-    with_leader[dom] = min(with_leader[dom], remaining)
-    s.ld[dom] = min(s.ld[dom], leaders)
-    return dom, False, remaining, leaders
 
 
 def _collect(s: _State, leaves: list[int], result: RawResult) -> None:

@@ -181,4 +181,6 @@ class Placement:
     total_count: int = 0
     unit: str = "pod"
     levels: tuple[LevelCapacity, ...] = ()
-    evaluated: bool = True
+    # Kueue's own placement would break its assumptions here (it logs an error and admits
+    # with an empty assignment): not a verdict tasgate should deny on.
+    anomaly: bool = False

@@ -29,6 +29,7 @@ from scorer.request import (
     EXCLUDED_AFFINITY,
     EXCLUDED_NONE,
     EXCLUDED_SELECTOR,
+    STATUS_FAILED,
     STATUS_FIT,
     STATUS_NO_DOMAINS,
     STATUS_NOT_FIT,
@@ -84,8 +85,9 @@ class View:
             reason = self._reason(raw, group.workers, resolved, request, names)
             total = group.workers.count // resolved.slice_size
             unit = "pod" if resolved.slice_size == 1 else "slice"
+            anomaly = raw.status == STATUS_FAILED
             return [
-                Placement(p.name, False, None, reason, raw.fit_count, total, unit, levels) for p in members
+                Placement(p.name, False, None, reason, raw.fit_count, total, unit, levels, anomaly) for p in members
             ] + extra
         worker_assignment = self._assignment(raw.worker_leaves, raw.worker_counts)
         self._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
