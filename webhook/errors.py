@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 
-class BadRequest(Exception):
+class BadRequest(Exception):  # noqa: N818 - the brief names both families after kopf
     """The request is malformed; there is no object to judge."""
 
 
@@ -29,10 +29,10 @@ class FieldError:
     kind: str = "Invalid value"
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.kind}: {self.message}"
+        return f"{self.path}: {self.kind}: {self.message}" if self.message else f"{self.path}: {self.kind}"
 
 
-class InvalidObject(Exception):
+class InvalidObject(Exception):  # noqa: N818 - named for what it means, not its type
     """The object cannot be admitted as written; carries every field error found."""
 
     def __init__(self, errors: Iterable[FieldError]) -> None:

@@ -51,7 +51,13 @@ _SUFFIX_HELP = "valid suffixes are n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or an e
 
 # Resources counted in bytes, printed back with binary suffixes.
 _BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
-_BINARY_UNITS: tuple[tuple[str, int], ...] = (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_BINARY_UNITS: tuple[tuple[str, int], ...] = (
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+)
 
 
 def parse_quantity(text: str | int | float, path: str) -> Fraction:
@@ -108,7 +114,9 @@ def _parse_text(text: str, path: str) -> Fraction:
     if not text:
         raise InvalidObject.at(path, '"": must not be empty; write a quantity such as 500m or 2Gi')
     if len(text) > MAX_TEXT_LENGTH:
-        raise InvalidObject.at(path, f"{_quoted(text[:20] + '...')}: longer than {MAX_TEXT_LENGTH} characters")
+        raise InvalidObject.at(
+            path, f"{_quoted(text[:20] + '...')}: longer than {MAX_TEXT_LENGTH} characters"
+        )
     shape = _SHAPE.fullmatch(text)
     assert shape is not None  # the pattern accepts any string
     whole, frac = shape["whole"], shape["frac"] or ""
@@ -130,8 +138,10 @@ def _multiplier(suffix: str, text: str, path: str) -> Fraction:
     if suffix in _BINARY_SUFFIXES:
         return Fraction(2) ** _BINARY_SUFFIXES[suffix]
     exponent = _EXPONENT.fullmatch(suffix)
-    if exponent is None:
+    if exponent is None and suffix.isalpha():
         raise InvalidObject.at(path, f"{_quoted(text)}: unknown suffix {_quoted(suffix)}; {_SUFFIX_HELP}")
+    if exponent is None:
+        raise InvalidObject.at(path, f"{_quoted(text)}: not a quantity; write one such as 500m, 1.5Gi or 2e3")
     power = int(exponent["exp"])
     if power > _EXPONENT_LIMIT:
         raise InvalidObject.at(path, f"{_quoted(text)}: too large (exponent {power})")

@@ -173,13 +173,20 @@ def pod_set_from(
     name: str, count: int, template: Mapping[str, Any], template_path: Path, synthesized: bool = False
 ) -> PodSetTemplate:
     """Build a PodSet from a template already in hand (possibly rewritten, as for TrainJob)."""
-    spec = mapping_at(template, ("spec",))
-    requests = pod_requests(spec, field_path((*template_path, "spec")))
+    spec_path = field_path((*template_path, "spec"))
+    spec = template.get("spec")
+    if spec is None:
+        raise InvalidObject.at(spec_path, "", "Required value")
+    if not isinstance(spec, Mapping):
+        raise InvalidObject.at(spec_path, "must be an object")
+    requests = pod_requests(spec, spec_path)
     checked_count(count, template_path)
     return PodSetTemplate(name, count, template_path, template, MappingProxyType(requests), synthesized)
 
 
-def workload(obj: Mapping[str, Any], ctx: Context, pod_sets: Sequence[PodSetTemplate], **extra: Any) -> WorkloadPodSets:
+def workload(
+    obj: Mapping[str, Any], ctx: Context, pod_sets: Sequence[PodSetTemplate], **extra: Any
+) -> WorkloadPodSets:
     """Wrap PodSets with the object's identity.
 
     The name falls back to ``generateName``: mutating webhooks see objects before the API server

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.errors import InvalidObject
-from webhook.workloads.base import MAX_COUNT, Context, WorkloadPodSets, count_at, pod_set, string_map, workload
+from webhook.workloads.base import (
+    MAX_COUNT,
+    Context,
+    WorkloadPodSets,
+    count_at,
+    pod_set,
+    string_map,
+    workload,
+)
 
 POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
@@ -42,7 +50,9 @@ def _group_total_count(annotations: Mapping[str, Any]) -> int:
     path = f"metadata.annotations[{POD_GROUP_TOTAL_COUNT_ANNOTATION}]"
     raw = annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
     if raw is None:
-        raise InvalidObject.at(path, f"a pod with the {POD_GROUP_NAME_LABEL} label needs it", "Required value")
+        raise InvalidObject.at(
+            path, f"a pod with the {POD_GROUP_NAME_LABEL} label needs it", "Required value"
+        )
     try:
         total = int(str(raw).strip())
     except ValueError:

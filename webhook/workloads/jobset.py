@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.errors import InvalidObject
 from webhook.workloads.base import (
     Context,
     Path,
@@ -19,7 +20,6 @@ from webhook.workloads.base import (
     pod_set,
     workload,
 )
-from webhook.errors import InvalidObject
 
 
 def jobset(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
@@ -32,9 +32,11 @@ def jobset(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
 def replicated_job(root: Mapping[str, Any], job_path: Path) -> PodSetTemplate:
     """One replicated job of a JobSet (or of a Trainer runtime's JobSet template)."""
     mapping_at(root, job_path)
-    name = _job_name(root, job_path)
+    name = job_name(root, job_path)
     replicas = count_at(root, (*job_path, "replicas"), 1)
-    total = checked_count(replicas * pods_per_replica(root, (*job_path, "template", "spec")), (*job_path, "replicas"))
+    total = checked_count(
+        replicas * pods_per_replica(root, (*job_path, "template", "spec")), (*job_path, "replicas")
+    )
     return pod_set(name, total, root, (*job_path, "template", "spec", "template"))
 
 
@@ -44,7 +46,7 @@ def pods_per_replica(root: Mapping[str, Any], job_spec_path: Path) -> int:
     return min(parallelism, count_at(root, (*job_spec_path, "completions"), parallelism))
 
 
-def _job_name(root: Mapping[str, Any], job_path: Path) -> str:
+def job_name(root: Mapping[str, Any], job_path: Path) -> str:
     name = lookup(root, (*job_path, "name"))
     if not isinstance(name, str) or not name:
         raise InvalidObject.at(field_path((*job_path, "name")), f"{name!r}: must be a non-empty string")

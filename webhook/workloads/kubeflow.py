@@ -55,8 +55,12 @@ def replica_job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
     unknown = sorted(str(t) for t in specs if t not in layout.types)
     if unknown:
         allowed = ", ".join(layout.types)
-        raise InvalidObject.at(field_path(specs_path), f"unsupported replica type(s) {unknown}; use {allowed}")
-    pod_sets = [_replica_pod_set(obj, (*specs_path, Key(t))) for t in layout.types if specs.get(t) is not None]
+        raise InvalidObject.at(
+            field_path(specs_path), f"unsupported replica type(s) {unknown}; use {allowed}"
+        )
+    pod_sets = [
+        _replica_pod_set(obj, (*specs_path, Key(t))) for t in layout.types if specs.get(t) is not None
+    ]
     return workload(obj, ctx, pod_sets, operator_gang=operator_gang(obj, pod_sets))
 
 
@@ -79,4 +83,3 @@ def operator_gang(obj: Mapping[str, Any], pod_sets: list[PodSetTemplate]) -> str
     if policy.get("queue") or VOLCANO_SCHEDULER in schedulers:
         return "volcano"
     return "coscheduling"
-
