@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install test lint bench run check clean
+.PHONY: all install test lint bench check clean
 
 all: test
 
@@ -29,11 +29,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
 
-run: $(STAMP)
-	$(VENV)/bin/tasgate serve
-
+# One example is refused on purpose: exit status 1 (a denial) is the expected outcome here.
 check: $(STAMP)
-	$(VENV)/bin/tasgate check -f examples/
+	$(VENV)/bin/tasgate check -f examples/ || [ $$? -eq 1 ]
 
 clean:
 	rm -rf $(VENV) build *.egg-info scorer/*.so scorer/*.c .pytest_cache .mypy_cache .ruff_cache

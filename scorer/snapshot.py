@@ -172,6 +172,24 @@ class View:
             )
         return tuple(out)
 
+    def limiting_resources(self, domain: tuple[str, ...], requests: Mapping[str, int]) -> tuple[str, ...]:
+        """The resources that bound how many such pods the domain holds (ties all named)."""
+        tree = self.tree
+        width = len(tree.resources)
+        depth = len(domain)
+        held: dict[str, int] = {}
+        for leaf in range(tree.n_leaves):
+            if tree.leaf_path(leaf)[:depth] != domain:
+                continue
+            for name in sorted({*requests, PODS}):
+                want = requests.get(name, 0) + (1 if name == PODS else 0)
+                if want > 0:
+                    col = tree.resource_column(name)
+                    have = self.free[leaf * width + col] if col >= 0 else 0
+                    held[name] = held.get(name, 0) + max(have, 0) // want
+        least = min(held.values(), default=0)
+        return tuple(sorted(r for r, n in held.items() if n == least))
+
     def _assignment(self, leaves: Sequence[int], counts: Sequence[int]) -> Assignment:
         tree = self.tree
         if tree.hostname_leaves:

@@ -1,0 +1,94 @@
+"""Gang-scheduling labels and the PodGroup objects they need.
+
+A pod labelled for Coscheduling (or annotated for Volcano) whose PodGroup does not exist never
+schedules, so whenever a workload's templates name a group for the policy's backend, the
+decision lists the PodGroup to create: minMember = every pod of the workload, minResources =
+their summed requests. Workloads whose operator makes PodGroups itself are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webhook import annotations as ann
+from webhook.patch import Entry
+from webhook.policy import Gang
+from webhook.quantity import format_quantity
+from webhook.workloads import PodSetTemplate, WorkloadPodSets
+
+COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_API = "scheduling.volcano.sh/v1beta1"
+MAX_NAME = 253
+
+
+def group_name(obj: Mapping[str, Any], uid: str) -> str:
+    """The PodGroup's name: the workload's, or a stable one when only generateName is known."""
+    meta = obj.get("metadata") or {}
+    if meta.get("name"):
+        return str(meta["name"])[:MAX_NAME]
+    stem = str(meta.get("generateName") or "workload").rstrip("-.") or "workload"
+    suffix = hashlib.sha256((uid or repr(sorted(meta.items()))).encode()).hexdigest()[:8]
+    return f"{stem}-{suffix}"[:MAX_NAME]
+
+
+def gang_entries(wl: WorkloadPodSets, gang: Gang | None, name: str) -> list[Entry]:
+    """Label/annotate every template for the backend, unless something already owns the gang."""
+    if gang is None or gang.backend == "none" or wl.operator_gang is not None or _any_gang_mark(wl.pod_sets):
+        return []
+    entries = []
+    for p in wl.pod_sets:
+        meta = (*p.template_path, "metadata")
+        if gang.backend == "coscheduling":
+            entries.append(Entry((*meta, "labels"), ann.COSCHEDULING_LABEL, name))
+        else:
+            entries.append(Entry((*meta, "annotations"), ann.VOLCANO_GROUP_ANNOTATION, name))
+    return entries
+
+
+def pod_groups(
+    wl: WorkloadPodSets, gang: Gang | None, namespace: str, entries: Sequence[Entry]
+) -> list[dict[str, Any]]:
+    """The PodGroup named by the templates (as written, or as the entries will write them)."""
+    if gang is None or gang.backend == "none" or wl.operator_gang is not None or not wl.pod_sets:
+        return []
+    key = ann.COSCHEDULING_LABEL if gang.backend == "coscheduling" else ann.VOLCANO_GROUP_ANNOTATION
+    names = {e.value for e in entries if e.key == key}
+    for p in wl.pod_sets:
+        meta = p.template.get("metadata") or {}
+        found = (meta.get("labels") or {}).get(key) or (meta.get("annotations") or {}).get(key)
+        if found:
+            names.add(str(found))
+    if len(names) != 1:
+        return []
+    return [_pod_group(wl, gang, namespace, names.pop())]
+
+
+def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> dict[str, Any]:
+    total: dict[str, int] = {}
+    members = 0
+    for p in wl.pod_sets:
+        members += p.count * wl.groups
+        for resource, amount in p.requests.items():
+            total[resource] = total.get(resource, 0) + amount * p.count * wl.groups
+    spec: dict[str, Any] = {
+        "minMember": members,
+        "minResources": {r: format_quantity(r, v) for r, v in sorted(total.items())},
+    }
+    if gang.backend == "coscheduling":
+        if gang.schedule_timeout_seconds is not None:
+            spec["scheduleTimeoutSeconds"] = gang.schedule_timeout_seconds
+        api = COSCHEDULING_API
+    else:
+        api = VOLCANO_API
+    return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def _any_gang_mark(pod_sets: Sequence[PodSetTemplate]) -> bool:
+    for p in pod_sets:
+        meta = p.template.get("metadata") or {}
+        labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+        if any(k in labels for k in ann.COSCHEDULING_LABELS) or ann.VOLCANO_GROUP_ANNOTATION in notes:
+            return True
+    return False

@@ -1,0 +1,71 @@
+"""The one JSON Patch (RFC 6902) builder: add missing map entries, never overwrite.
+
+Every mutation tasgate makes is "this label/annotation must exist on that metadata map".
+Entries already present are left alone, so running the decision on its own output yields
+no patch (mutating webhooks may be reinvoked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """``value`` must exist under ``key`` in the map at ``map_path`` (created if missing)."""
+
+    map_path: Path
+    key: str
+    value: str
+
+
+def escape(token: str | int) -> str:
+    """RFC 6901: '~' becomes '~0' and '/' becomes '~1' (in that order)."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(path: Iterable[str | int]) -> str:
+    return "".join("/" + escape(p) for p in path)
+
+
+def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """The smallest add-only patch that makes every entry true of ``obj``."""
+    wanted: dict[Path, dict[str, str]] = {}
+    for e in entries:
+        wanted.setdefault(e.map_path, {}).setdefault(e.key, e.value)
+    ops: list[dict[str, Any]] = []
+    for map_path, values in wanted.items():
+        ops.extend(_ops_for_map(obj, map_path, values))
+    return ops
+
+
+def _ops_for_map(obj: Mapping[str, Any], map_path: Path, values: Mapping[str, str]) -> list[dict[str, Any]]:
+    node: Any = obj
+    for depth, part in enumerate(map_path):
+        child = _child(node, part)
+        if child is None:
+            # Create the missing part with everything below it in one "add".
+            value: Any = dict(values)
+            for name in reversed(map_path[depth + 1 :]):
+                value = {name: value}
+            return [{"op": "add", "path": pointer(map_path[: depth + 1]), "value": value}]
+        node = child
+    if not isinstance(node, Mapping):
+        return []
+    return [
+        {"op": "add", "path": pointer((*map_path, key)), "value": value}
+        for key, value in values.items()
+        if key not in node
+    ]
+
+
+def _child(node: Any, part: str | int) -> Any:
+    if isinstance(part, int):
+        return node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+    if isinstance(node, Mapping):
+        return node.get(part)
+    return None
