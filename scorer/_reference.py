@@ -91,7 +91,9 @@ def _best_fit(domains: list[int], needed: int, values: list[int], ld: list[int],
     return best
 
 
-def _count_in(req: GroupRequest, vals: array[int], free: array[int], base: int, minus: array[int] | None) -> tuple[int, int]:
+def _count_in(
+    req: GroupRequest, vals: array[int], free: array[int], base: int, minus: array[int] | None
+) -> tuple[int, int]:
     """Requests.CountInWithLimitingResource: min over resources, ties to the first name."""
     best = -1
     limiting = -1
@@ -250,11 +252,13 @@ def _find_level(s: _State, search: int, result: RawResult) -> tuple[int, list[in
                 if s.slwl[cand] >= slice_count and s.ld[cand] >= lc:
                     return search, [cand]
             if req.required:
-                return _not_fit(s, result, search, s.st[ordered[-1]], slice_count)
+                _not_fit(s, result, search, s.st[ordered[-1]], slice_count)
+                return None
         if s.slwl[top] >= slice_count and s.ld[top] >= lc:
             return search, [top]
         if req.required:
-            return _not_fit(s, result, search, s.sl[top], slice_count)
+            _not_fit(s, result, search, s.sl[top], slice_count)
+            return None
         if search > 0 and not req.unconstrained:
             search -= 1
             continue
@@ -270,7 +274,8 @@ def _spread(
     rest = ordered
     if s.leader_count:
         if not any(s.ld[d] > 0 for d in ordered):
-            return _not_fit(s, result, search, 0, slice_count)
+            _not_fit(s, result, search, 0, slice_count)
+            return None
         lead = s.leader_domain(ordered, remaining, s.leader_count, True)
         chosen.append(lead)
         remaining -= s.slwl[lead]
@@ -285,7 +290,8 @@ def _spread(
         remaining -= s.sl[d]
         i += 1
     if remaining > 0:
-        return _not_fit(s, result, search, slice_count - remaining, slice_count)
+        _not_fit(s, result, search, slice_count - remaining, slice_count)
+        return None
     return search, chosen
 
 
@@ -295,11 +301,14 @@ def _not_fit(s: _State, result: RawResult, search: int, fit: int, total: int) ->
     if len(req.layer_levels):
         best = -1
         for d in range(s.tree.level_offsets[search], s.tree.level_offsets[search + 1]):
-            if best < 0 or s.sl[d] > s.sl[best] or (s.sl[d] == s.sl[best] and s.tree.id_rank[d] < s.tree.id_rank[best]):
+            if (
+                best < 0
+                or s.sl[d] > s.sl[best]
+                or (s.sl[d] == s.sl[best] and s.tree.id_rank[d] < s.tree.id_rank[best])
+            ):
                 best = d
         for target, size in zip(req.layer_levels, req.layer_sizes, strict=True):
             result.layer_fits.append(_slices_in_subtree(s, best, search, target, size))
-    return None
 
 
 def _slices_in_subtree(s: _State, d: int, level: int, target: int, size: int) -> int:
@@ -343,7 +352,9 @@ def _descend(s: _State, fit_level: int, domains: list[int]) -> list[int] | None:
     return current
 
 
-def _update_counts(s: _State, domains: list[int], count: int, leaders: int, size: int, slices: bool) -> list[int] | None:
+def _update_counts(
+    s: _State, domains: list[int], count: int, leaders: int, size: int, slices: bool
+) -> list[int] | None:
     """updateCountsToMinimumGeneric; None is Kueue's "code assumptions violated"."""
     chosen: list[int] = []
     remaining = count // size if slices else count
@@ -364,9 +375,14 @@ def _update_counts(s: _State, domains: list[int], count: int, leaders: int, size
         leaders -= s.ld[lead]
         remaining -= wl[lead]
         rest = [d for d in rest if d != lead]
-    for i, dom in enumerate(rest):
+    for i, first in enumerate(rest):
+        dom = first
         if s.best_fit and prim[dom] >= remaining:
-            dom = s.best_fit_slices(rest[i:], remaining, 0) if slices else s.best_fit_pods(rest[i:], remaining, 0)
+            dom = (
+                s.best_fit_slices(rest[i:], remaining, 0)
+                if slices
+                else s.best_fit_pods(rest[i:], remaining, 0)
+            )
         s.ld[dom] = 0
         chosen.append(dom)
         if prim[dom] >= remaining:

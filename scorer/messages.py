@@ -15,14 +15,18 @@ def go_quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def exclusion_suffix(tree: Tree, raw: RawResult, taint_names: Sequence[str], resource_names: Sequence[str]) -> str:
+def exclusion_suffix(
+    tree: Tree, raw: RawResult, taint_names: Sequence[str], resource_names: Sequence[str]
+) -> str:
     """``. Total nodes: N; excluded: a: 1, b: 2`` with Kueue's sorted reasons, or nothing."""
     taints: dict[str, int] = {}
     for cls, n in enumerate(raw.taint_counts):
         if n:
             taints[taint_names[cls]] = taints.get(taint_names[cls], 0) + n
     reasons = [f"taint {go_quote(t)}: {n}" for t, n in taints.items()]
-    reasons += [f"resource {go_quote(resource_names[k])}: {n}" for k, n in enumerate(raw.resource_counts) if n]
+    reasons += [
+        f"resource {go_quote(resource_names[k])}: {n}" for k, n in enumerate(raw.resource_counts) if n
+    ]
     if raw.selector_count:
         reasons.append(f"nodeSelector: {raw.selector_count}")
     if raw.affinity_count:

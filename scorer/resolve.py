@@ -82,7 +82,9 @@ def resolve(req: TopologyRequest, levels: tuple[str, ...]) -> ResolvedLevels | s
     )
 
 
-def _inner_sizes(req: TopologyRequest, levels: tuple[str, ...], size: int, slice_level: int) -> tuple[int, ...] | str:
+def _inner_sizes(
+    req: TopologyRequest, levels: tuple[str, ...], size: int, slice_level: int
+) -> tuple[int, ...] | str:
     """buildSliceSizeAtLevel: inner layers fill every level down to their own."""
     sizes = [0] * len(levels)
     prev_size, prev_level = size, slice_level
@@ -91,9 +93,12 @@ def _inner_sizes(req: TopologyRequest, levels: tuple[str, ...], size: int, slice
             return f"no requested topology level for additional slice layer: {layer.level}"
         level = levels.index(layer.level)
         if level <= prev_level:
-            return f"additional slice layer topology {layer.level} must be at a lower level than {levels[prev_level]}"
+            coarser = levels[prev_level]
+            return f"additional slice layer topology {layer.level} must be at a lower level than {coarser}"
         if layer.size <= 0 or prev_size % layer.size != 0:
-            return f"additional slice layer size {layer.size} must evenly divide parent layer size {prev_size}"
+            return (
+                f"additional slice layer size {layer.size} must evenly divide parent layer size {prev_size}"
+            )
         for lvl in range(prev_level + 1, level + 1):
             sizes[lvl] = layer.size
         prev_size, prev_level = layer.size, level

@@ -54,7 +54,12 @@ class View:
     __slots__ = ("_engine", "flavor_tolerations", "free", "topology_name", "tree")
 
     def __init__(
-        self, topology_name: str, tree: Tree, free: array[int], flavor_tolerations: tuple[Toleration, ...], engine: Engine
+        self,
+        topology_name: str,
+        tree: Tree,
+        free: array[int],
+        flavor_tolerations: tuple[Toleration, ...],
+        engine: Engine,
     ) -> None:
         self.topology_name = topology_name
         self.tree = tree
@@ -74,7 +79,9 @@ class View:
 
     def _place_group(self, group: _Group, free: array[int], engine: Engine) -> list[Placement]:
         members = [group.workers] + ([group.leader] if group.leader else [])
-        extra = [_failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra]
+        extra = [
+            _failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra
+        ]
         resolved = resolve(group.workers.topology, self.tree.levels)
         if isinstance(resolved, str):
             return [_failed(p, resolved) for p in members] + extra
@@ -87,11 +94,16 @@ class View:
             unit = "pod" if resolved.slice_size == 1 else "slice"
             anomaly = raw.status == STATUS_FAILED
             return [
-                Placement(p.name, False, None, reason, raw.fit_count, total, unit, levels, anomaly) for p in members
+                Placement(p.name, False, None, reason, raw.fit_count, total, unit, levels, anomaly)
+                for p in members
             ] + extra
         worker_assignment = self._assignment(raw.worker_leaves, raw.worker_counts)
         self._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
-        out = [Placement(group.workers.name, True, worker_assignment, levels=levels, total_count=group.workers.count)]
+        out = [
+            Placement(
+                group.workers.name, True, worker_assignment, levels=levels, total_count=group.workers.count
+            )
+        ]
         if group.leader is not None:
             self._consume(free, request.req_col, request.leader_val, raw.leader_leaves, raw.leader_counts)
             leader_assignment = self._assignment(raw.leader_leaves, raw.leader_counts)
@@ -140,7 +152,12 @@ class View:
         return flags
 
     def _reason(
-        self, raw: RawResult, workers: PodSetRequest, resolved: ResolvedLevels, request: GroupRequest, names: list[str]
+        self,
+        raw: RawResult,
+        workers: PodSetRequest,
+        resolved: ResolvedLevels,
+        request: GroupRequest,
+        names: list[str],
     ) -> str:
         tree = self.tree
         if raw.status == STATUS_NO_DOMAINS:
@@ -152,8 +169,12 @@ class View:
         suffix = messages.exclusion_suffix(tree, raw, taint_names, names)
         if resolved.layers:
             layers = [(layer.level, layer.size) for layer in resolved.layers]
-            return messages.multi_layer_message(self.topology_name, workers.count, layers, raw.layer_fits, suffix)
-        return messages.not_fit_message(self.topology_name, raw.fit_count, raw.total, resolved.slice_size, suffix)
+            return messages.multi_layer_message(
+                self.topology_name, workers.count, layers, raw.layer_fits, suffix
+            )
+        return messages.not_fit_message(
+            self.topology_name, raw.fit_count, raw.total, resolved.slice_size, suffix
+        )
 
     def _levels(self, raw: RawResult, slice_size: int) -> tuple[LevelCapacity, ...]:
         tree = self.tree
@@ -194,14 +215,23 @@ class View:
         tree = self.tree
         if tree.hostname_leaves:
             levels = tree.levels[-1:]
-            domains = tuple(DomainAssignment(tree.leaf_path(x)[-1:], c) for x, c in zip(leaves, counts, strict=True))
+            domains = tuple(
+                DomainAssignment(tree.leaf_path(x)[-1:], c) for x, c in zip(leaves, counts, strict=True)
+            )
         else:
             levels = tree.levels
-            domains = tuple(DomainAssignment(tree.leaf_path(x), c) for x, c in zip(leaves, counts, strict=True))
+            domains = tuple(
+                DomainAssignment(tree.leaf_path(x), c) for x, c in zip(leaves, counts, strict=True)
+            )
         return Assignment(levels, domains)
 
     def _consume(
-        self, free: array[int], cols: array[int], vals: array[int], leaves: Sequence[int], counts: Sequence[int]
+        self,
+        free: array[int],
+        cols: array[int],
+        vals: array[int],
+        leaves: Sequence[int],
+        counts: Sequence[int],
     ) -> None:
         width = len(self.tree.resources)
         for leaf, n in zip(leaves, counts, strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scorer.model import HOSTNAME_LABEL, SCHEDULING_EFFECTS, Node, Taint
 
@@ -84,12 +85,17 @@ def build_tree(
     tree = Tree(
         levels=levels,
         hostname_leaves=hostname_leaves,
+        level_offsets=structure.level_offsets,
+        parent=structure.parent,
+        child_start=structure.child_start,
+        child_end=structure.child_end,
+        id_rank=structure.id_rank,
+        paths=structure.paths,
         resources=resources,
         capacity=capacity,
         taint_class=taint_class,
         taint_classes=classes,
         leaf_nodes=leaf_nodes,
-        **structure,
     )
     return tree, free
 
@@ -110,7 +116,18 @@ def _group_leaves(
     return leaves
 
 
-def _structure(levels: tuple[str, ...], leaf_paths: list[tuple[str, ...]], hostname_leaves: bool) -> dict[str, object]:
+class _Structure(NamedTuple):
+    level_offsets: array[int]
+    parent: array[int]
+    child_start: array[int]
+    child_end: array[int]
+    id_rank: array[int]
+    paths: tuple[tuple[str, ...], ...]
+
+
+def _structure(
+    levels: tuple[str, ...], leaf_paths: list[tuple[str, ...]], hostname_leaves: bool
+) -> _Structure:
     n_levels = len(levels)
     per_level: list[list[tuple[str, ...]]] = []
     for depth in range(1, n_levels):
@@ -120,7 +137,11 @@ def _structure(levels: tuple[str, ...], leaf_paths: list[tuple[str, ...]], hostn
     offsets = [0]
     for domains in per_level:
         offsets.append(offsets[-1] + len(domains))
-    index = {(lvl, path): offsets[lvl] + i for lvl, domains in enumerate(per_level) for i, path in enumerate(domains)}
+    index = {
+        (lvl, path): offsets[lvl] + i
+        for lvl, domains in enumerate(per_level)
+        for i, path in enumerate(domains)
+    }
     total = offsets[-1]
     parent = array("i", [-1]) * total
     child_start = array("i", [0]) * total
@@ -134,14 +155,9 @@ def _structure(levels: tuple[str, ...], leaf_paths: list[tuple[str, ...]], hostn
                 child_start[p] = d
             child_end[p] = d + 1
     paths = tuple(path for domains in per_level for path in domains)
-    return {
-        "level_offsets": array("i", offsets),
-        "parent": parent,
-        "child_start": child_start,
-        "child_end": child_end,
-        "id_rank": _id_ranks(per_level, hostname_leaves),
-        "paths": paths,
-    }
+    return _Structure(
+        array("i", offsets), parent, child_start, child_end, _id_ranks(per_level, hostname_leaves), paths
+    )
 
 
 def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> array[int]:

@@ -43,15 +43,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tasgate", description="Admission gate for topology-aware gang scheduling.")
+    parser = argparse.ArgumentParser(
+        prog="tasgate", description="Admission gate for topology-aware gang scheduling."
+    )
     sub = parser.add_subparsers(dest="command")
     check = sub.add_parser("check", help="judge workload manifests offline, as the webhook would")
-    check.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                       help="YAML/JSON manifest(s), a directory, or - for stdin (repeatable)")
-    check.add_argument("--cluster", action="append", metavar="FILE|DIR",
-                       help="cluster dump: nodes, pods and Kueue objects (kubectl get -o yaml); "
-                            "default: the embedded sample GPU cluster")
-    check.add_argument("--policy", default="default", help="policy file, or 'default' / 'none' (default: default)")
+    check.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON manifest(s), a directory, or - for stdin (repeatable)",
+    )
+    check.add_argument(
+        "--cluster",
+        action="append",
+        metavar="FILE|DIR",
+        help="cluster dump: nodes, pods and Kueue objects (kubectl get -o yaml); "
+        "default: the embedded sample GPU cluster",
+    )
+    check.add_argument(
+        "--policy", default="default", help="policy file, or 'default' / 'none' (default: default)"
+    )
     check.add_argument("-o", "--output", choices=("text", "json"), default="text")
     check.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
     check.set_defaults(handler=_check)
@@ -69,7 +83,9 @@ def _check(args: argparse.Namespace) -> int:
         if decision.reason != "not-a-workload":
             decisions.append(decision)
     if args.output == "json":
-        sys.stdout.write(orjson.dumps([decision_json(d) for d in decisions], option=orjson.OPT_INDENT_2).decode())
+        sys.stdout.write(
+            orjson.dumps([decision_json(d) for d in decisions], option=orjson.OPT_INDENT_2).decode()
+        )
         sys.stdout.write("\n")
     else:
         if not decisions:

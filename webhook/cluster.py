@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scorer import Cluster
+from scorer import Cluster, Engine
 from scorer.model import PODS, Node, Taint, Toleration
 from webhook.errors import InvalidObject
 from webhook.podrequests import pod_requests
@@ -63,6 +63,7 @@ class ClusterState:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     generation: int = 0
+    engine: Engine | None = None  # the placement engine snapshots use (the server wraps it with a timer)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False)
 
     def flavor_snapshot(self, flavor: Flavor, topology: Topology) -> Cluster:
@@ -70,7 +71,13 @@ class ClusterState:
         key: tuple[object, ...] = ("flavor", flavor.name, topology.levels)
         if key not in self._snapshots:
             self._snapshots[key] = Cluster.build(
-                topology.name, topology.levels, self.nodes, flavor.node_labels, flavor.tolerations, self.generation
+                topology.name,
+                topology.levels,
+                self.nodes,
+                flavor.node_labels,
+                flavor.tolerations,
+                self.generation,
+                self.engine,
             )
         return self._snapshots[key]
 
@@ -78,7 +85,9 @@ class ClusterState:
         """A snapshot over every node for a topology given by levels alone (policy default)."""
         key: tuple[object, ...] = ("levels", name, tuple(levels))
         if key not in self._snapshots:
-            self._snapshots[key] = Cluster.build(name, levels, self.nodes, generation=self.generation)
+            self._snapshots[key] = Cluster.build(
+                name, levels, self.nodes, generation=self.generation, engine=self.engine
+            )
         return self._snapshots[key]
 
     def level_has_nodes(self, level: str) -> bool:
@@ -112,7 +121,9 @@ def build_state(objects: Iterable[Mapping[str, Any]], generation: int = 0) -> Cl
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
             runtimes[(str(kind), str(meta.get("namespace", "") or ""), name)] = obj
         elif group == KUEUE_GROUP:
-            _add_kueue_object(obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs)
+            _add_kueue_object(
+                obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs
+            )
     state.nodes = tuple(parse_node(obj, usage.get(name, {})) for name, obj in sorted(nodes.items()))
     state.topologies, state.flavors, state.cluster_queues, state.local_queues = topologies, flavors, cqs, lqs
     state.namespaces, state.runtimes = namespaces, runtimes
@@ -133,13 +144,17 @@ def _add_kueue_object(
     if not isinstance(spec, Mapping):
         raise InvalidObject.at(f"{kind} {name}: spec", "must be an object")
     if kind == "Topology":
-        levels = tuple(str(lv.get("nodeLabel", "")) for lv in _list(spec.get("levels"), f"Topology {name}: spec.levels"))
+        levels = tuple(
+            str(lv.get("nodeLabel", "")) for lv in _list(spec.get("levels"), f"Topology {name}: spec.levels")
+        )
         topologies[name] = Topology(name, levels)
     elif kind == "ResourceFlavor":
         flavors[name] = Flavor(
             name=name,
             node_labels=_str_map(spec.get("nodeLabels"), f"ResourceFlavor {name}: spec.nodeLabels"),
-            tolerations=parse_tolerations(spec.get("tolerations"), f"ResourceFlavor {name}: spec.tolerations"),
+            tolerations=parse_tolerations(
+                spec.get("tolerations"), f"ResourceFlavor {name}: spec.tolerations"
+            ),
             topology_name=str(spec["topologyName"]) if spec.get("topologyName") else None,
         )
     elif kind == "ClusterQueue":

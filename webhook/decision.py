@@ -85,7 +85,9 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     if wl is None:
         unknown = unknown_workload_reason(obj)
         if unknown:
-            note = messages.clip(f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}")
+            note = messages.clip(
+                f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}"
+            )
             return _with(base, "unknown-kind", warnings=(note,))
         return base
     if base.namespace in policy.exempt_namespaces:
@@ -103,14 +105,21 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
 
 
 def _judge(
-    review: Review, base: Decision, wl: WorkloadPodSets, resolution: Resolution, state: ClusterState, policy: Policy
+    review: Review,
+    base: Decision,
+    wl: WorkloadPodSets,
+    resolution: Resolution,
+    state: ClusterState,
+    policy: Policy,
 ) -> Decision:
     first = resolution.targets[0]
     errors = validate_workload(wl, first.topology.levels, state.level_has_nodes)
     if errors:
         return _deny(base, "invalid", str(InvalidObject(errors)))
     ns_labels = state.namespaces.get(base.namespace, {})
-    gpus = sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
+    gpus = (
+        sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
+    )
     rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
     mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
     plan = inject.plan(wl.pod_sets, rule.inject if rule and mutable else None, first)
@@ -162,8 +171,14 @@ def _verdict(
             warnings.append(messages.waits(p.name, p.count, level, now))
     audit = _audit(base, verdicts, target, "never-fits" if denials else ("waits" if warnings else "fits"))
     if denials:
-        return replace(base, allowed=False, reason="never-fits", message=" ".join(denials), audit=audit,
-                       warnings=tuple(warnings))
+        return replace(
+            base,
+            allowed=False,
+            reason="never-fits",
+            message=" ".join(denials),
+            audit=audit,
+            warnings=tuple(warnings),
+        )
     name = gang.group_name(review.obj, review.uid)
     entries: list[Entry] = list(plan.entries) + gang.gang_entries(wl, rule.gang if rule else None, name)
     groups = gang.pod_groups(wl, rule.gang if rule else None, base.namespace, entries)
@@ -190,7 +205,9 @@ def _never_message(v: PodSetVerdict, never: Placement, level: str, target: Targe
     return messages.never_fits(v.name, v.count, summary, level, never, limiting, total)
 
 
-def _audit(base: Decision, verdicts: Sequence[PodSetVerdict], target: Target, decision: str) -> dict[str, str]:
+def _audit(
+    base: Decision, verdicts: Sequence[PodSetVerdict], target: Target, decision: str
+) -> dict[str, str]:
     levels = sorted({v.request.level or v.request.mode.value for v in verdicts})
     return {
         "decision": decision,

@@ -82,7 +82,12 @@ def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> di
         api = COSCHEDULING_API
     else:
         api = VOLCANO_API
-    return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": api,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def _any_gang_mark(pod_sets: Sequence[PodSetTemplate]) -> bool:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from scorer.model import Mode, PodSetRequest, TopologyRequest
 from webhook import annotations as ann
 from webhook.patch import Entry
-from webhook.policy import TIGHTEST, Inject
 from webhook.podsets import scorer_request
+from webhook.policy import TIGHTEST, Inject
 from webhook.topology import Target
 from webhook.workloads import PodSetTemplate
 
@@ -79,7 +79,10 @@ def _level(
 ) -> tuple[str | None, str | None]:
     levels = target.topology.levels
     if inject.loosest_level is not None and inject.loosest_level not in levels:
-        return None, f'policy level "{inject.loosest_level}" is not a level of Topology "{target.topology.name}"'
+        return (
+            None,
+            f'policy level "{inject.loosest_level}" is not a level of Topology "{target.topology.name}"',
+        )
     if inject.level != TIGHTEST:
         if inject.level not in levels:
             return None, f'policy level "{inject.level}" is not a level of Topology "{target.topology.name}"'

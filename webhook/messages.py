@@ -63,7 +63,10 @@ def never_fits(
             f"podset-preferred-topology, or at most {row.max_pods} pods."
         )
     elif whole_topology is not None and whole_topology >= count:
-        hint = f" No single domain holds it; use podset-preferred-topology to spread, or at most {row.max_pods} pods."
+        hint = (
+            " No single domain holds it; use podset-preferred-topology to spread,"
+            f" or at most {row.max_pods} pods."
+        )
     else:
         total = whole_topology if whole_topology is not None else table[0].max_pods
         hint = f" The whole topology holds only {total} such pods even when empty; ask for at most {total}."

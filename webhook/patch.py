@@ -69,3 +69,13 @@ def _child(node: Any, part: str | int) -> Any:
     if isinstance(node, Mapping):
         return node.get(part)
     return None
+
+
+def added_keys(op: Mapping[str, Any]) -> list[str]:
+    """The label/annotation keys an "add" op writes, however deep the map it creates."""
+    value = op.get("value")
+    if not isinstance(value, Mapping):
+        return [str(op["path"]).rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")]
+    while len(value) == 1 and isinstance(next(iter(value.values())), Mapping):
+        value = next(iter(value.values()))
+    return [str(k) for k in value]

@@ -43,13 +43,17 @@ def _required_affinity(raw: object, where: str) -> tuple[SelectorTerm, ...] | No
         return None
     terms = required.get("nodeSelectorTerms") or []
     if not isinstance(terms, list):
-        raise InvalidObject.at(f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", "terms must be a list")
+        raise InvalidObject.at(
+            f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", "terms must be a list"
+        )
     return tuple(_term(t) for t in terms if isinstance(t, Mapping))
 
 
 def _term(raw: Mapping[str, Any]) -> SelectorTerm:
     return SelectorTerm(
-        match_expressions=tuple(_requirement(e) for e in raw.get("matchExpressions") or [] if isinstance(e, Mapping)),
+        match_expressions=tuple(
+            _requirement(e) for e in raw.get("matchExpressions") or [] if isinstance(e, Mapping)
+        ),
         match_fields=tuple(_requirement(e) for e in raw.get("matchFields") or [] if isinstance(e, Mapping)),
     )
 

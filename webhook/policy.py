@@ -18,7 +18,13 @@ import yaml
 
 API_VERSION = "tasgate.io/v1alpha1"
 KIND = "AdmissionPolicy"
-DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi", "google.com/tpu")
+DEFAULT_GPU_RESOURCES = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "habana.ai/gaudi",
+    "google.com/tpu",
+)
 MODES = ("required", "preferred", "none")
 BACKENDS = ("coscheduling", "volcano", "none")
 TIGHTEST = "tightest"
@@ -59,7 +65,9 @@ class Match:
     min_gpus: int = 0
     max_gpus: int | None = None
 
-    def matches(self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int) -> bool:
+    def matches(
+        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+    ) -> bool:
         if self.namespaces and namespace not in self.namespaces:
             return False
         if self.namespace_selector is not None and not self.namespace_selector.matches(ns_labels):
@@ -107,7 +115,9 @@ class Policy:
     default_topology: DefaultTopology | None = None
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
-    def rule_for(self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int) -> Rule | None:
+    def rule_for(
+        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+    ) -> Rule | None:
         return next((r for r in self.rules if r.match.matches(namespace, ns_labels, queue, pods, gpus)), None)
 
 
@@ -138,14 +148,19 @@ def parse_policy(text: str, source: str) -> Policy:
         raise PolicyError(f"{source}: expected apiVersion {API_VERSION} and kind {KIND}")
     spec = _map(doc.get("spec", {}), f"{source}: spec")
     _only(spec, ("exemptNamespaces", "defaultTopology", "gpuResources", "rules"), f"{source}: spec")
-    rules = [_rule(r, f"{source}: spec.rules[{i}]") for i, r in enumerate(_seq(spec.get("rules", []), f"{source}: spec.rules"))]
+    rules = [
+        _rule(r, f"{source}: spec.rules[{i}]")
+        for i, r in enumerate(_seq(spec.get("rules", []), f"{source}: spec.rules"))
+    ]
     default = spec.get("defaultTopology")
     return Policy(
         name=str(_map(doc.get("metadata", {}), f"{source}: metadata").get("name", source)),
         rules=tuple(rules),
         exempt_namespaces=_strs(spec.get("exemptNamespaces", []), f"{source}: spec.exemptNamespaces"),
         default_topology=_default_topology(default, f"{source}: spec.defaultTopology") if default else None,
-        gpu_resources=_strs(spec.get("gpuResources", list(DEFAULT_GPU_RESOURCES)), f"{source}: spec.gpuResources"),
+        gpu_resources=_strs(
+            spec.get("gpuResources", list(DEFAULT_GPU_RESOURCES)), f"{source}: spec.gpuResources"
+        ),
     )
 
 
@@ -166,7 +181,9 @@ def _match(raw: object, where: str) -> Match:
     selector = m.get("namespaceSelector")
     return Match(
         namespaces=_strs(m.get("namespaces", []), f"{where}.namespaces"),
-        namespace_selector=_selector(selector, f"{where}.namespaceSelector") if selector is not None else None,
+        namespace_selector=_selector(selector, f"{where}.namespaceSelector")
+        if selector is not None
+        else None,
         queues=_strs(m.get("queues", []), f"{where}.queues"),
         min_pods=_int(m.get("minPods", 0), f"{where}.minPods"),
         max_pods=_int(m["maxPods"], f"{where}.maxPods") if "maxPods" in m else None,
@@ -214,12 +231,14 @@ def _selector(raw: object, where: str) -> LabelSelector:
     _only(m, ("matchLabels", "matchExpressions"), where)
     labels = {str(k): str(v) for k, v in _map(m.get("matchLabels", {}), f"{where}.matchLabels").items()}
     exprs = []
-    for i, e in enumerate(_seq(m.get("matchExpressions", []), f"{where}.matchExpressions")):
-        e = _map(e, f"{where}.matchExpressions[{i}]")
+    for i, raw_expr in enumerate(_seq(m.get("matchExpressions", []), f"{where}.matchExpressions")):
+        e = _map(raw_expr, f"{where}.matchExpressions[{i}]")
         op = str(e.get("operator"))
         if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
             raise PolicyError(f"{where}.matchExpressions[{i}].operator: unsupported operator {op!r}")
-        exprs.append((str(e.get("key")), op, _strs(e.get("values", []), f"{where}.matchExpressions[{i}].values")))
+        exprs.append(
+            (str(e.get("key")), op, _strs(e.get("values", []), f"{where}.matchExpressions[{i}].values"))
+        )
     return LabelSelector(labels, tuple(exprs))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from scorer.model import Assignment, Mode, Placement
 from webhook.decision import Decision, PodSetVerdict
 from webhook.messages import short_level
+from webhook.patch import added_keys
 from webhook.quantity import format_quantity
 
 
@@ -101,23 +102,13 @@ def decision_text(d: Decision) -> str:
     for v in d.pod_sets:
         lines += _pod_set_text(v)
     if d.patch:
-        keys = ", ".join(sorted({key for op in d.patch for key in _added_keys(op)}))
+        keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
         lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
-    lines += [f"  podgroup: {g['kind']} {g['metadata']['name']} minMember={g['spec']['minMember']}" for g in d.pod_groups]
+    lines += [
+        f"  podgroup: {g['kind']} {g['metadata']['name']} minMember={g['spec']['minMember']}"
+        for g in d.pod_groups
+    ]
     return "\n".join(lines)
-
-
-def _added_keys(op: dict[str, Any]) -> list[str]:
-    """The label/annotation keys an "add" op writes, however deep the map it creates."""
-    value = op.get("value")
-    if not isinstance(value, dict):
-        return [str(op["path"]).rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")]
-    keys: list[str] = []
-    while isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), dict):
-        value = next(iter(value.values()))
-    if isinstance(value, dict):
-        keys.extend(str(k) for k in value)
-    return keys
 
 
 def _pod_set_text(v: PodSetVerdict) -> list[str]:

@@ -31,7 +31,9 @@ class Resolution:
     source: str = "queue"  # queue | policy-default | none
 
 
-def resolve(state: ClusterState, namespace: str, queue: str | None, default: DefaultTopology | None) -> Resolution:
+def resolve(
+    state: ClusterState, namespace: str, queue: str | None, default: DefaultTopology | None
+) -> Resolution:
     if queue:
         return _from_queue(state, namespace, queue)
     if default is None:
@@ -57,8 +59,8 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
         target = _flavor_target(state, flavor, problems)
         if target is not None:
             targets.append(target)
-    problem = "; ".join(problems) if problems and not targets else None
-    return Resolution(tuple(targets), queue, cq.name, problem)
+    unusable = "; ".join(problems) if problems and not targets else None
+    return Resolution(tuple(targets), queue, cq.name, problem=unusable)
 
 
 def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> Target | None:
@@ -77,9 +79,14 @@ def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> 
 def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
     if default.levels:
         topology = Topology(default.name or "default", default.levels)
-        return Resolution((Target("", topology, state.levels_snapshot(topology.name, topology.levels)),), source="policy-default")
+        return Resolution(
+            (Target("", topology, state.levels_snapshot(topology.name, topology.levels)),),
+            source="policy-default",
+        )
     found = state.topologies.get(default.name)
     if found is None:
-        return Resolution((), problem=f'policy default Topology "{default.name}" not found', source="policy-default")
+        return Resolution(
+            (), problem=f'policy default Topology "{default.name}" not found', source="policy-default"
+        )
     snapshot = state.levels_snapshot(found.name, found.levels)
     return Resolution((Target("", found, snapshot),), source="policy-default")

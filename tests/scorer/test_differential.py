@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import scorer
 from scorer import Cluster
-from hypothesis import strategies as st
-
+from scorer.model import Node, PodSetRequest, TopologyRequest
+from scorer.request import GroupRequest
 from tests.scorer.strategies import Scenario, gpu_scenarios, scenarios
 
 ENGINES = scorer.engines()
@@ -32,17 +35,11 @@ def test_compiled_equals_reference(case: Scenario) -> None:
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_engine_rejects_inconsistent_arrays(engine: str) -> None:
-    from array import array
-
-    from scorer.model import Node, PodSetRequest, TopologyRequest
-
     cluster = Cluster.build("t", ("rack",), [Node("a", {"rack": "r"}, {"pods": 1})])
     view = cluster.now
     placements = view.place([PodSetRequest("p", 1, {}, TopologyRequest())], engine=ENGINES[engine])
     assert placements[0].fits
     if engine == "compiled":
-        from scorer.request import GroupRequest
-
         bad = GroupRequest(
             req_col=array("i", [5]),
             req_val=array("q", [1]),
