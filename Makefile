@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install test lint bench check clean
+.PHONY: all install test lint bench check run clean
 
 all: test
 
@@ -33,5 +33,9 @@ bench: $(STAMP)
 check: $(STAMP)
 	$(VENV)/bin/tasgate check -f examples/ || [ $$? -eq 1 ]
 
+# Serves the embedded sample cluster on https://127.0.0.1:8443 with development certificates.
+run: $(STAMP)
+	$(VENV)/bin/tasgate serve --dev-cert-dir .dev-certs
+
 clean:
-	rm -rf $(VENV) build *.egg-info scorer/*.so scorer/*.c .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .dev-certs build *.egg-info scorer/*.so scorer/*.c .pytest_cache .mypy_cache .ruff_cache

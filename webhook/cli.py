@@ -9,17 +9,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import orjson
 import yaml
 
-from webhook.cluster import ClusterState, build_state
+from webhook import certs
 from webhook.decision import Decision, Review, decide
 from webhook.errors import BadRequest, InvalidObject
 from webhook.loader import LoadError, load
 from webhook.policy import PolicyError, load_policy
 from webhook.report import decision_json, decision_text
 from webhook.sample import sample_objects
+from webhook.serve import add_arguments as serve_arguments
+from webhook.serve import run as serve_run
+from webhook.sources import cluster_state
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -71,12 +75,33 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_check)
     dump = sub.add_parser("sample-cluster", help="print the embedded sample cluster as YAML")
     dump.set_defaults(handler=_sample)
+    serve = sub.add_parser("serve", help="run the admission webhook over HTTPS")
+    serve_arguments(serve)
+    serve.set_defaults(handler=serve_run)
+    tls = sub.add_parser("certs", help="create a CA and a serving certificate; print the caBundle")
+    tls.add_argument(
+        "--dns-name", action="append", default=[], help="a DNS name (SAN) of the service (repeatable)"
+    )
+    tls.add_argument("--ip", action="append", default=[], help="an IP address (SAN) (repeatable)")
+    tls.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
+    tls.add_argument("--days", type=int, default=365)
+    tls.set_defaults(handler=_certs)
     return parser
+
+
+def _certs(args: argparse.Namespace) -> int:
+    try:
+        files = certs.generate(Path(args.out), args.dns_name, args.ip, args.days)
+    except (ValueError, OSError) as exc:
+        return _fail(str(exc))
+    print(f"wrote {files.ca_cert}, {files.cert}, {files.key}", file=sys.stderr)
+    print(certs.ca_bundle(files.ca_cert))
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
-    state = _cluster(args.cluster)
+    state = cluster_state(args.cluster)
     decisions: list[Decision] = []
     for doc in load(args.filename):
         decision = decide(Review(doc.obj, namespace=args.namespace), state, policy)
@@ -93,12 +118,6 @@ def _check(args: argparse.Namespace) -> int:
         for d in decisions:
             print(decision_text(d))
     return EXIT_OK if all(d.allowed for d in decisions) else EXIT_DENIED
-
-
-def _cluster(refs: list[str] | None) -> ClusterState:
-    if not refs:
-        return build_state(sample_objects())
-    return build_state(doc.obj for doc in load(refs))
 
 
 def _sample(args: argparse.Namespace) -> int:

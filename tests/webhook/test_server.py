@@ -1,0 +1,408 @@
+"""The webhook server through aiohttp's test client: response shapes, bad input, timeouts."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import orjson
+import pytest
+import yaml
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from webhook import server
+from webhook.policy import load_policy
+from webhook.review import Outcome
+from webhook.server import RUNTIME, Settings, StateHolder, create_app
+from webhook.sources import cluster_state
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
+
+
+def manifest(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    return loaded
+
+
+def review(
+    obj: dict[str, Any] | None, operation: str = "CREATE", uid: str = "uid-1", **extra: Any
+) -> dict[str, Any]:
+    meta = (obj or {}).get("metadata", {})
+    request = {
+        "uid": uid,
+        "kind": {"group": "", "version": "v1", "kind": (obj or {}).get("kind", "")},
+        "resource": {"group": "", "version": "v1", "resource": "things"},
+        "operation": operation,
+        "namespace": meta.get("namespace", "default"),
+        "name": meta.get("name", ""),
+        "userInfo": {"username": "alice"},
+        "object": obj,
+        "dryRun": False,
+        **extra,
+    }
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+class Harness:
+    def __init__(self, settings: Settings | None = None, loaded: bool = True) -> None:
+        self.audit: list[dict[str, Any]] = []
+        self.holder = StateHolder()
+        if loaded:
+            self.holder.publish(cluster_state(None))
+        self.app = create_app(
+            settings or Settings(policy=load_policy("default")), self.holder, self.audit.append
+        )
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return Harness()
+
+
+@pytest.fixture
+async def client(harness: Harness, aiohttp_client: ClientFactory) -> TestClient[web.Request, web.Application]:
+    return await aiohttp_client(harness.app)
+
+
+async def post(client: TestClient[web.Request, web.Application], path: str, body: Any) -> dict[str, Any]:
+    resp = await client.post(path, data=orjson.dumps(body), headers={"Content-Type": "application/json"})
+    assert resp.status == 200, await resp.text()
+    data: dict[str, Any] = await resp.json()
+    return data
+
+
+async def test_mutate_fits_returns_patch_and_echoes_identity(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    obj = manifest("lws-unannotated.yaml")
+    answer = await post(client, "/mutate", review(obj, uid="abc-123"))
+    assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+    response = answer["response"]
+    assert response["uid"] == "abc-123" and response["allowed"] is True
+    assert response["patchType"] == "JSONPatch"
+    patch = orjson.loads(base64.b64decode(response["patch"]))
+    patched = jsonpatch.apply_patch(copy.deepcopy(obj), patch)
+    notes = patched["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+    assert notes["kueue.x-k8s.io/podset-required-topology"] == "cloud.provider.com/topology-rack"
+    assert response["auditAnnotations"]["decision"] == "fits"
+
+
+async def test_validate_never_returns_a_patch_and_catches_a_missing_mutation(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    response = (await post(client, "/validate", review(manifest("lws-unannotated.yaml"))))["response"]
+    assert response["allowed"] is False and "patch" not in response
+    assert response["status"]["code"] == 403
+    assert "mutation is missing" in response["status"]["message"]
+
+
+async def test_validate_accepts_the_mutated_object(client: TestClient[web.Request, web.Application]) -> None:
+    obj = manifest("lws-unannotated.yaml")
+    mutated = (await post(client, "/mutate", review(obj)))["response"]
+    patched = jsonpatch.apply_patch(obj, orjson.loads(base64.b64decode(mutated["patch"])))
+    response = (await post(client, "/validate", review(patched)))["response"]
+    assert response["allowed"] is True and "patch" not in response
+
+
+async def test_never_fits_is_denied_with_numbers(client: TestClient[web.Request, web.Application]) -> None:
+    response = (await post(client, "/mutate", review(manifest("jobset-never-fits.yaml"))))["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    assert "the largest rack holds 4 such pods even when empty" in response["status"]["message"]
+    assert "patch" not in response
+
+
+async def test_waiting_workload_is_admitted_with_a_short_warning(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    response = (await post(client, "/mutate", review(manifest("pytorchjob-waits.yaml"))))["response"]
+    assert response["allowed"] is True
+    assert response["warnings"] and all(len(w) <= 120 for w in response["warnings"])
+    assert "must wait" in response["warnings"][0]
+
+
+async def test_invalid_object_is_denied_with_422(client: TestClient[web.Request, web.Application]) -> None:
+    obj = manifest("job-rack.yaml")
+    obj["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-size"] = "2"
+    response = (await post(client, "/mutate", review(obj)))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 422
+
+
+@pytest.mark.parametrize(
+    ("operation", "extra", "reason"),
+    [
+        ("DELETE", {}, "skipped-operation"),
+        ("CONNECT", {}, "skipped-operation"),
+        ("UPDATE", {"subResource": "status"}, "skipped-operation"),
+    ],
+)
+async def test_operations_passed_untouched(
+    harness: Harness,
+    client: TestClient[web.Request, web.Application],
+    operation: str,
+    extra: dict[str, Any],
+    reason: str,
+) -> None:
+    obj = manifest("jobset-never-fits.yaml")
+    body = review(obj, operation, **extra)
+    if operation == "UPDATE":
+        body["request"]["oldObject"] = obj
+    response = (await post(client, "/mutate", body))["response"]
+    assert response["allowed"] is True and "patch" not in response
+    assert harness.audit[-1]["reason"] == reason
+
+
+async def test_update_decided_only_when_placement_changes(
+    harness: Harness,
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    old = manifest("jobset-never-fits.yaml")
+    relabelled = copy.deepcopy(old)
+    relabelled["metadata"]["labels"]["team"] = "ml"
+    body = review(relabelled, "UPDATE", oldObject=old)
+    assert (await post(client, "/mutate", body))["response"]["allowed"] is True
+    assert harness.audit[-1]["reason"] == "unchanged"
+    smaller = copy.deepcopy(old)
+    smaller["spec"]["replicatedJobs"][0]["replicas"] = 1
+    body = review(smaller, "UPDATE", oldObject=old)
+    assert (await post(client, "/mutate", body))["response"]["allowed"] is True
+    assert harness.audit[-1]["reason"] == "fits"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "echoed"),
+    [
+        (b"not json", 400, None),
+        (b"[1, 2]", 400, None),
+        (orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}), 400, None),
+        (
+            orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}),
+            400,
+            None,
+        ),
+        (
+            orjson.dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1beta1",
+                    "kind": "AdmissionReview",
+                    "request": {"uid": "u-9", "operation": "CREATE", "object": {}},
+                }
+            ),
+            200,
+            "u-9",
+        ),
+        (
+            orjson.dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "request": {"uid": "u-8", "operation": "CREATE"},
+                }
+            ),
+            200,
+            "u-8",
+        ),
+        (
+            orjson.dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "request": {"uid": "u-7", "operation": "PATCH", "object": {}},
+                }
+            ),
+            200,
+            "u-7",
+        ),
+    ],
+)
+async def test_malformed_reviews_get_a_clear_4xx(
+    client: TestClient[web.Request, web.Application], body: bytes, status: int, echoed: str | None
+) -> None:
+    resp = await client.post("/mutate", data=body, headers={"Content-Type": "application/json"})
+    assert resp.status == status
+    data = await resp.json()
+    if echoed is None:
+        assert "malformed AdmissionReview" in data["error"]
+    else:
+        assert data["response"]["uid"] == echoed
+        assert data["response"]["allowed"] is False
+        assert data["response"]["status"]["code"] == 400
+
+
+async def test_object_that_is_not_an_object_is_denied_not_crashed(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    body = review(
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"parallelism": "x"}}
+    )
+    response = (await post(client, "/mutate", body))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 422
+    assert "parallelism" in response["status"]["message"]
+
+
+async def test_bodies_above_the_limit_are_refused_with_413(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    obj = manifest("job-rack.yaml")
+    obj["metadata"]["annotations"] = {"padding": "x" * (7 * 1024 * 1024)}
+    resp = await client.post(
+        "/mutate", data=orjson.dumps(review(obj)), headers={"Content-Type": "application/json"}
+    )
+    assert resp.status == 413
+
+
+async def test_bodies_just_under_the_limit_are_accepted(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    obj = manifest("job-rack.yaml")
+    obj["metadata"]["annotations"] = {"padding": "x" * (6 * 1024 * 1024)}
+    response = (await post(client, "/mutate", review(obj)))["response"]
+    assert response["allowed"] is True
+
+
+async def test_unknown_workload_kind_is_allowed_untouched_and_said_so(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "TrainingThing",
+        "metadata": {"name": "t", "namespace": "default"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }
+    response = (await post(client, "/mutate", review(obj)))["response"]
+    assert response["allowed"] is True and "patch" not in response
+    assert "does not know TrainingThing" in response["warnings"][0]
+
+
+def slow_judge(seconds: float) -> Callable[..., Outcome]:
+    def judge(*args: Any) -> Outcome:
+        time.sleep(seconds)
+        return Outcome(True, "fits")
+
+    return judge
+
+
+@pytest.mark.parametrize(("on_timeout", "allowed"), [("allow", True), ("deny", False)])
+async def test_timeout_is_honoured_and_answered_per_policy(
+    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory, on_timeout: str, allowed: bool
+) -> None:
+    # A decision that overruns is a fault a real cluster cannot be made to produce on demand.
+    monkeypatch.setattr(server, "judge", slow_judge(3.0))
+    h = Harness(Settings(policy=load_policy("default"), on_timeout=on_timeout))
+    client = await aiohttp_client(h.app)
+    started = time.monotonic()
+    resp = await client.post("/mutate?timeout=1s", data=orjson.dumps(review(manifest("job-rack.yaml"))))
+    elapsed = time.monotonic() - started
+    response = (await resp.json())["response"]
+    assert elapsed < 2.5, "answered before the API server's 1s timeout plus slack"
+    assert response["allowed"] is allowed
+    assert h.audit[-1]["reason"] == "unavailable"
+
+
+async def test_unexpected_exception_becomes_500_with_uid(
+    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    def explode(*args: Any) -> Outcome:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(server, "judge", explode)
+    h = Harness()
+    client = await aiohttp_client(h.app)
+    response = (await post(client, "/mutate", review(manifest("job-rack.yaml"), uid="u-500")))["response"]
+    assert response == {
+        "uid": "u-500",
+        "allowed": False,
+        "status": {"code": 500, "message": "tasgate failed to decide; see its log", "reason": "Invalid"},
+    }
+    assert "uid=u-500" in caplog.text and "resnet-rack" in caplog.text
+
+
+async def test_health_readiness_and_metrics(
+    harness: Harness, client: TestClient[web.Request, web.Application]
+) -> None:
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/readyz")).status == 200
+    await post(client, "/mutate", review(manifest("job-rack.yaml")))
+    text = await (await client.get("/metrics")).text()
+    assert 'tasgate_admission_requests_total{cluster_queue="tas-cluster-queue"' in text
+    assert "tasgate_decision_duration_seconds_bucket" in text and 'le="0.0001"' in text
+    assert 'tasgate_scorer_duration_seconds_count{implementation="compiled"}' in text
+    assert 'tasgate_topology_domains{flavor="tas-flavor",level="cloud.provider.com/topology-rack"' in text
+    assert 'tasgate_largest_free_domain{flavor="tas-flavor",level="cloud.provider.com/topology-block"' in text
+    assert "tasgate_cluster_snapshot_age_seconds" in text
+    harness.app[RUNTIME].draining = True
+    resp = await client.get("/readyz")
+    assert resp.status == 503 and "draining" in await resp.text()
+
+
+async def test_not_ready_without_state_and_answers_per_policy(aiohttp_client: ClientFactory) -> None:
+    h = Harness(loaded=False)
+    client = await aiohttp_client(h.app)
+    resp = await client.get("/readyz")
+    assert resp.status == 503 and "cluster state not loaded" in await resp.text()
+    response = (await post(client, "/mutate", review(manifest("job-rack.yaml"))))["response"]
+    assert response["allowed"] is True and "did not check" in response["warnings"][0]
+
+
+async def test_stale_state_turns_readiness_off(aiohttp_client: ClientFactory) -> None:
+    h = Harness(Settings(policy=load_policy("default"), stale_after=0.05, on_timeout="deny"))
+    client = await aiohttp_client(h.app)
+    time.sleep(0.1)
+    resp = await client.get("/readyz")
+    assert resp.status == 503 and "old" in await resp.text()
+    response = (await post(client, "/mutate", review(manifest("job-rack.yaml"))))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 503
+
+
+AUDIT_KEYS = {
+    "schema",
+    "time",
+    "uid",
+    "endpoint",
+    "operation",
+    "user",
+    "kind",
+    "namespace",
+    "name",
+    "dryRun",
+    "allowed",
+    "decision",
+    "reason",
+    "message",
+    "warnings",
+    "podSets",
+    "topology",
+    "queue",
+    "clusterQueue",
+    "generation",
+    "latencyMicros",
+}
+
+
+async def test_audit_line_schema(harness: Harness, client: TestClient[web.Request, web.Application]) -> None:
+    await post(client, "/mutate", review(manifest("jobset-never-fits.yaml"), uid="aud-1"))
+    record = harness.audit[-1]
+    assert set(record) == AUDIT_KEYS
+    assert record["uid"] == "aud-1" and record["user"] == "alice" and record["decision"] == "deny"
+    assert record["reason"] == "never-fits" and record["topology"] == "default" and record["generation"] == 1
+    assert isinstance(record["latencyMicros"], int) and record["latencyMicros"] > 0
+    (ps,) = record["podSets"]
+    assert ps == {
+        "name": "workers",
+        "count": 8,
+        "requests": "nvidia.com/gpu: 8",
+        "mode": "required",
+        "level": "cloud.provider.com/topology-rack",
+        "injected": False,
+        "fitsNow": False,
+        "fitsNever": False,
+        "bestDomain": "b1/b1-r1",
+    }
+    orjson.dumps(record)  # one JSON line: everything in it serialises
