@@ -57,6 +57,9 @@ class Metrics:
         self.errors = Counter(
             "tasgate_errors", "Unexpected errors and timeouts.", ["kind"], registry=self.registry
         )
+        self.podgroups = Counter(
+            "tasgate_podgroups", "PodGroup creations by result.", ["result"], registry=self.registry
+        )
         self.cert_reloads = Counter(
             "tasgate_certificate_reloads", "Serving certificate reloads.", registry=self.registry
         )

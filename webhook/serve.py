@@ -21,12 +21,15 @@ from aiohttp import web
 
 from webhook import certs
 from webhook.audit import line_writer
+from webhook.live import WatchSettings, watching
+from webhook.podgroups import creating
 from webhook.policy import load_policy
 from webhook.server import RUNTIME, Settings, StateHolder, create_app
 from webhook.sources import cluster_state
 from webhook.tls import CertReloader, server_context
 
 log = logging.getLogger("tasgate")
+LIVE_STALE_AFTER = 120.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "[TASGATE_CLUSTER, comma-separated]",
     )
     parser.add_argument(
+        "--kubeconfig",
+        default=env("KUBECONFIG_PATH"),
+        help="live mode: watch this cluster's API server [TASGATE_KUBECONFIG_PATH]",
+    )
+    parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=env("IN_CLUSTER", "") in ("1", "true"),
+        help="live mode with the pod's service account [TASGATE_IN_CLUSTER]",
+    )
+    parser.add_argument(
         "--policy", default=env("POLICY", "default"), help="policy file, default or none [TASGATE_POLICY]"
     )
     parser.add_argument(
@@ -64,8 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stale-after",
         type=float,
-        default=float(env("STALE_AFTER", "0") or 0),
-        help="seconds after which cluster state counts as stale; 0 = never [TASGATE_STALE_AFTER]",
+        default=float(env("STALE_AFTER", "-1") or -1),
+        help="seconds until the cluster state counts as stale; 0 = never; "
+        "default 120 live, never static [TASGATE_STALE_AFTER]",
     )
     parser.add_argument(
         "--allow-reference-scorer",
@@ -97,17 +112,25 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     cert, key, note = _certificates(args)
     context = server_context(cert, key)
-    holder = StateHolder(source="static" if args.cluster else "sample")
-    holder.publish(cluster_state(args.cluster))
+    live = bool(args.kubeconfig or args.in_cluster)
+    holder = StateHolder(source="live" if live else ("static" if args.cluster else "sample"))
+    if not live:
+        holder.publish(cluster_state(args.cluster))
+    stale_after = args.stale_after if args.stale_after >= 0 else (LIVE_STALE_AFTER if live else 0.0)
     settings = Settings(
         policy=policy,
         on_timeout=args.on_timeout,
-        stale_after=args.stale_after,
+        stale_after=stale_after,
         allow_reference_scorer=args.allow_reference_scorer,
     )
     reloader = CertReloader(context, cert, key)
     app = create_app(settings, holder, line_writer(sys.stdout), reloader, args.cert_poll_seconds)
-    where = "the embedded sample cluster" if not args.cluster else ", ".join(args.cluster)
+    if live:
+        app.cleanup_ctx.append(watching(args.kubeconfig, WatchSettings()))
+        app.cleanup_ctx.append(creating)
+        where = f"the API server of {args.kubeconfig or 'this pod (in-cluster)'}"
+    else:
+        where = "the embedded sample cluster" if not args.cluster else ", ".join(args.cluster)
     log.info(
         "tasgate serving https://%s:%d on %s with policy %s; %s",
         args.host,

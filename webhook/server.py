@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from kubernetes_asyncio.client import ApiClient
 
 import scorer
 from scorer.request import Engine
@@ -40,6 +41,7 @@ class StateHolder:
 
     current: ClusterState | None = None
     loaded_at: float | None = None  # monotonic time of the last publish
+    fresh_at: float | None = None  # monotonic time the state was last known to match the cluster
     source: str = "static"
     engine: Engine | None = None  # the (timed) engine every published state places with
 
@@ -47,9 +49,14 @@ class StateHolder:
         if state.engine is None:
             state.engine = self.engine
         self.current, self.loaded_at = state, time.monotonic()
+        self.fresh_at = self.loaded_at
+
+    def touch(self, at: float) -> None:
+        """The watches were healthy at ``at``: the state is current even if nothing changed."""
+        self.fresh_at = at
 
     def age(self) -> float | None:
-        return None if self.loaded_at is None else time.monotonic() - self.loaded_at
+        return None if self.fresh_at is None else time.monotonic() - self.fresh_at
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ AUDIT: web.AppKey[Callable[[dict[str, Any]], None]] = web.AppKey("audit")
 RUNTIME = web.AppKey("runtime", Runtime)
 EXECUTOR = web.AppKey("executor", ThreadPoolExecutor)
 RELOADER = web.AppKey("reloader", CertReloader)
+API = web.AppKey("api", ApiClient)  # set in live mode only
 
 
 def create_app(
@@ -181,6 +189,8 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
     outcome = await _decide(app, req, endpoint, budget)
     latency_us = (time.perf_counter_ns() - started) // 1000
     _record(app, req, outcome, endpoint, latency_us)
+    if endpoint == "validate":
+        _hand_over_pod_groups(app, req, outcome)
     code = outcome.code if not outcome.allowed else None
     body = respond(
         req.uid,
@@ -240,6 +250,19 @@ def _record(
         (d.queue if d else None) or "",
         req.namespace,
     ).inc()
+
+
+def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: Outcome) -> None:
+    """An admitted, persisted-to-be workload gets its PodGroups (live mode; never on dry-run)."""
+    from webhook.podgroups import CREATOR, Intent  # noqa: PLC0415 - live-mode edge, imported late
+
+    creator, d = app.get(CREATOR), outcome.decision
+    if creator is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
+        return
+    name = str(((req.obj or {}).get("metadata") or {}).get("name") or req.name)
+    creator.submit(
+        Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name, d.pod_groups)
+    )
 
 
 def _json(body: dict[str, Any]) -> web.Response:
