@@ -14,10 +14,10 @@ from scorer.model import Mode, Placement, PodSetRequest, TopologyRequest
 from webhook import annotations as ann
 from webhook import gang, inject, messages
 from webhook.cluster import ClusterState
-from webhook.errors import InvalidObject
+from webhook.errors import FieldError, InvalidObject
 from webhook.patch import Entry, build_patch
 from webhook.podsets import scorer_request
-from webhook.policy import Policy, Rule
+from webhook.policy import Inject, Policy, Rule
 from webhook.topology import Resolution, Target, resolve
 from webhook.validation import validate_workload
 from webhook.workloads import WorkloadPodSets, extract, unknown_workload_reason
@@ -68,7 +68,8 @@ class Decision:
 
 def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     obj = review.obj
-    meta = obj.get("metadata") or {}
+    raw_meta = obj.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
     base = Decision(
         api_version=str(obj.get("apiVersion", "")),
         kind=str(obj.get("kind", "")),
@@ -78,10 +79,13 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         reason="not-a-workload",
         generation=state.generation,
     )
+    exempt = base.namespace in policy.exempt_namespaces
     try:
         wl = extract(obj, state.runtimes, base.namespace)
     except InvalidObject as exc:
-        return _deny(base, "invalid", str(exc))
+        return _with(base, "exempt") if exempt else _deny(base, "invalid", str(exc))
+    if wl is not None and _controlled(meta):
+        return _with(base, "owned")  # a workload's child (a JobSet's Job): judged with its parent
     if wl is None:
         unknown = unknown_workload_reason(obj)
         if unknown:
@@ -90,18 +94,26 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
             )
             return _with(base, "unknown-kind", warnings=(note,))
         return base
-    if base.namespace in policy.exempt_namespaces:
+    if exempt:
         return _with(base, "exempt")
+    labels = meta.get("labels") or {}
+    if raw_meta is not None and not isinstance(raw_meta, Mapping):
+        return _deny(base, "invalid", str(FieldError("metadata", "must be an object")))
+    if not isinstance(labels, Mapping):
+        return _deny(base, "invalid", str(FieldError("metadata.labels", "must be a map of strings")))
     if wl.unresolved:
         return _with(base, "unresolved", warnings=(messages.clip(f"not checked: {wl.unresolved}"),))
-    queue = str((meta.get("labels") or {}).get(ann.QUEUE_LABEL) or "") or None
+    queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
     base = replace(base, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
         return _with(base, "kueue-config", warnings=(messages.clip(f"not checked: {resolution.problem}"),))
     if not resolution.targets:
         return _with(base, "no-tas")
-    return _judge(review, base, wl, resolution, state, policy)
+    try:
+        return _judge(review, base, wl, resolution, state, policy)
+    except InvalidObject as exc:  # a template field the scorer reads (nodeSelector, tolerations …)
+        return _deny(base, "invalid", str(exc))
 
 
 def _judge(
@@ -122,17 +134,20 @@ def _judge(
     )
     rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
     mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
-    plan = inject.plan(wl.pod_sets, rule.inject if rule and mutable else None, first)
-    verdicts, target = _score(wl, plan, resolution.targets)
+    wanted = rule.inject if rule and mutable else None
+    verdicts, target, plan = _score(wl, wanted, resolution.targets)
     return _verdict(review, base, wl, plan, verdicts, target, rule if mutable else None, policy)
 
 
 def _score(
-    wl: WorkloadPodSets, plan: inject.Plan, targets: Sequence[Target]
-) -> tuple[tuple[PodSetVerdict, ...], Target]:
-    """Every flavor in order; the first where everything fits when empty is where Kueue goes."""
+    wl: WorkloadPodSets, wanted: Inject | None, targets: Sequence[Target]
+) -> tuple[tuple[PodSetVerdict, ...], Target, inject.Plan]:
+    """Every flavor in order, each with what the policy injects for it ("tightest" differs per
+    flavor); the first where everything fits when empty is where Kueue goes. When none does,
+    the flavor that holds the most pods when empty speaks for the denial."""
     scored = []
     for target in targets:
+        plan = inject.plan(wl.pod_sets, wanted, target)
         requests = [scorer_request(p, r) for p, r in zip(wl.pod_sets, plan.requests, strict=True)]
         now, never = target.snapshot.now.place(requests), target.snapshot.never.place(requests)
         verdicts = tuple(
@@ -140,9 +155,13 @@ def _score(
             for p, r, i, a, b in zip(wl.pod_sets, plan.requests, plan.injected, now, never, strict=True)
         )
         if all(v.never and (v.never.fits or v.never.anomaly) for v in verdicts):
-            return verdicts, target
-        scored.append((verdicts, target))
-    return scored[0]
+            return verdicts, target, plan
+        scored.append((verdicts, target, plan))
+    return max(scored, key=lambda s: sum(_held_when_empty(v) for v in s[0]))
+
+
+def _held_when_empty(v: PodSetVerdict) -> int:
+    return v.count if v.never is None or v.never.fits else v.never.fit_count
 
 
 def _verdict(
@@ -218,6 +237,13 @@ def _audit(
         "fits-never": str(all(v.never is not None and v.never.fits for v in verdicts)).lower(),
         "injected": str(any(v.injected for v in verdicts)).lower(),
     }
+
+
+def _controlled(meta: Mapping[str, Any]) -> bool:
+    refs = meta.get("ownerReferences") or []
+    return isinstance(refs, list) and any(
+        isinstance(r, Mapping) and r.get("controller") is True for r in refs
+    )
 
 
 def _deny(base: Decision, reason: str, message: str) -> Decision:
