@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scorer.model import Mode, Placement, PodSetRequest, TopologyRequest
+from scorer.model import Mode, Placement, TopologyRequest
 from webhook import annotations as ann
 from webhook import gang, inject, messages
 from webhook.cluster import ClusterState
@@ -20,7 +20,7 @@ from webhook.podsets import scorer_request
 from webhook.policy import Inject, Policy, Rule
 from webhook.topology import Resolution, Target, resolve
 from webhook.validation import validate_workload
-from webhook.workloads import WorkloadPodSets, extract, unknown_workload_reason
+from webhook.workloads import PodSetTemplate, WorkloadPodSets, extract, unknown_workload_reason
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def _verdict(
             continue
         level = v.request.level or target.topology.levels[-1]
         if not never.fits and not never.anomaly:
-            denials.append(_never_message(v, never, level, target, policy))
+            denials.append(_never_message(v, p, never, level, target, policy))
         elif never.anomaly:
             warnings.append(messages.clip(f'PodSet "{v.name}": {never.reason}'))
         elif not now.fits:
@@ -213,13 +213,15 @@ def _verdict(
     )
 
 
-def _never_message(v: PodSetVerdict, never: Placement, level: str, target: Target, policy: Policy) -> str:
+def _never_message(
+    v: PodSetVerdict, p: PodSetTemplate, never: Placement, level: str, target: Target, policy: Policy
+) -> str:
     summary = messages.request_summary(v.requests, policy.gpu_resources)
     view = target.snapshot.never
     best = next((row.best_domain for row in never.levels if row.level == level), None)
     limiting = " and ".join(view.limiting_resources(best, v.requests)) if best else None
     spread = TopologyRequest(Mode.PREFERRED, target.topology.levels[0])
-    whole = view.place([PodSetRequest(v.name, v.count, v.requests, spread)])[0]
+    whole = view.place([scorer_request(p, spread)])[0]  # with the PodSet's tolerations and selectors
     total = v.count if whole.fits else whole.fit_count
     return messages.never_fits(v.name, v.count, summary, level, never, limiting, total)
 

@@ -24,8 +24,15 @@ MAX_NAME = 253
 
 
 def group_name(obj: Mapping[str, Any], uid: str) -> str:
-    """The PodGroup's name: the workload's, or a stable one when only generateName is known."""
+    """The PodGroup's name: the workload's, or a stable one when only generateName is known.
+
+    Every pod of a Kueue pod group is admitted on its own: they share the group's name, so that
+    they all join the one PodGroup whose minMember counts them all.
+    """
     meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if obj.get("kind") == "Pod" and isinstance(labels, Mapping) and labels.get(ann.POD_GROUP_NAME_LABEL):
+        return str(labels[ann.POD_GROUP_NAME_LABEL])[:MAX_NAME]
     if meta.get("name"):
         return str(meta["name"])[:MAX_NAME]
     stem = str(meta.get("generateName") or "workload").rstrip("-.") or "workload"
@@ -38,7 +45,7 @@ def gang_entries(wl: WorkloadPodSets, gang: Gang | None, name: str) -> list[Entr
     if gang is None or gang.backend == "none" or wl.operator_gang is not None or _any_gang_mark(wl.pod_sets):
         return []
     entries = []
-    for p in wl.pod_sets:
+    for p in members(wl):
         meta = (*p.template_path, "metadata")
         if gang.backend == "coscheduling":
             entries.append(Entry((*meta, "labels"), ann.COSCHEDULING_LABEL, name))
@@ -67,13 +74,13 @@ def pod_groups(
 
 def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> dict[str, Any]:
     total: dict[str, int] = {}
-    members = 0
-    for p in wl.pod_sets:
-        members += p.count * wl.groups
+    count = 0
+    for p in members(wl):
+        count += p.count * wl.groups
         for resource, amount in p.requests.items():
             total[resource] = total.get(resource, 0) + amount * p.count * wl.groups
     spec: dict[str, Any] = {
-        "minMember": members,
+        "minMember": count,
         "minResources": {r: format_quantity(r, v) for r, v in sorted(total.items())},
     }
     if gang.backend == "coscheduling":
@@ -88,6 +95,18 @@ def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> di
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def members(wl: WorkloadPodSets) -> list[PodSetTemplate]:
+    """The PodSets whose pods join the gang.
+
+    Not a template the object does not hold (RayJob's default submitter), and not a RayJob's
+    submitter at all: KubeRay creates it only once the cluster is up, so counting it in
+    minMember would hold the cluster's pods back forever.
+    """
+    return [
+        p for p in wl.pod_sets if not p.synthesized and not (wl.kind == "RayJob" and p.name == "submitter")
+    ]
 
 
 def _any_gang_mark(pod_sets: Sequence[PodSetTemplate]) -> bool:

@@ -35,7 +35,8 @@ def user_requests(pod_sets: Sequence[PodSetTemplate]) -> tuple[TopologyRequest, 
 
 def plan(pod_sets: Sequence[PodSetTemplate], inject: Inject | None, target: Target | None) -> Plan:
     written = user_requests(pod_sets)
-    bare = [i for i, r in enumerate(written) if _unannotated(r)]
+    # A template the object does not hold (RayJob's default submitter) cannot be annotated.
+    bare = [i for i, r in enumerate(written) if _unannotated(r) and not pod_sets[i].synthesized]
     if inject is None or inject.mode == "none" or not bare or target is None:
         return Plan(_implied(written), (False,) * len(written), ())
     group = GROUP_NAME if inject.group_leader_workers and _leader_workers(pod_sets, bare) else None

@@ -57,10 +57,16 @@ def _texts(ref: str) -> Iterator[tuple[str, str]]:
 
 
 def _documents(name: str, text: str) -> Iterator[Document]:
+    raw: list[Any] = []
     try:
-        raw = [json.loads(text)] if name.endswith(".json") else list(yaml.safe_load_all(text))
+        if name.endswith(".json"):
+            raw.append(json.loads(text))
+        else:
+            for doc in yaml.safe_load_all(text):  # parsed lazily: `raw` holds the good documents
+                raw.append(doc)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise LoadError(f"{name}: not valid {'JSON' if name.endswith('.json') else 'YAML'}: {exc}") from None
+        language = "JSON" if name.endswith(".json") else "YAML"
+        raise LoadError(f"{name} (document {len(raw) + 1}): not valid {language}: {exc}") from None
     for index, doc in enumerate(raw, start=1):
         where = f"{name} (document {index})"
         if doc is None:

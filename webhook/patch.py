@@ -38,12 +38,18 @@ def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry]) -> list[dict[s
     for e in entries:
         wanted.setdefault(e.map_path, {}).setdefault(e.key, e.value)
     ops: list[dict[str, Any]] = []
+    doc: Any = obj
     for map_path, values in wanted.items():
-        ops.extend(_ops_for_map(obj, map_path, values))
+        for where, value in _adds_for_map(doc, map_path, values):
+            ops.append({"op": "add", "path": pointer(where), "value": value})
+            if isinstance(value, dict):
+                # A map this patch creates must be seen by later entries below it (labels and
+                # annotations of one missing `metadata`), or a second "add" would replace it.
+                doc = _with_added(doc, where, value)
     return ops
 
 
-def _ops_for_map(obj: Mapping[str, Any], map_path: Path, values: Mapping[str, str]) -> list[dict[str, Any]]:
+def _adds_for_map(obj: Any, map_path: Path, values: Mapping[str, str]) -> list[tuple[Path, Any]]:
     node: Any = obj
     for depth, part in enumerate(map_path):
         child = _child(node, part)
@@ -52,15 +58,25 @@ def _ops_for_map(obj: Mapping[str, Any], map_path: Path, values: Mapping[str, st
             value: Any = dict(values)
             for name in reversed(map_path[depth + 1 :]):
                 value = {name: value}
-            return [{"op": "add", "path": pointer(map_path[: depth + 1]), "value": value}]
+            return [(map_path[: depth + 1], value)]
         node = child
     if not isinstance(node, Mapping):
         return []
-    return [
-        {"op": "add", "path": pointer((*map_path, key)), "value": value}
-        for key, value in values.items()
-        if key not in node
-    ]
+    return [((*map_path, key), value) for key, value in values.items() if key not in node]
+
+
+def _with_added(node: Any, path: Path, value: Any) -> Any:
+    """``node`` with ``value`` set at ``path``, copying only the containers along the way."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(head, int) and isinstance(node, list):
+        items = list(node)
+        items[head] = _with_added(items[head], rest, value)
+        return items
+    copied = dict(node) if isinstance(node, Mapping) else {}
+    copied[head] = _with_added(copied.get(head), rest, value)
+    return copied
 
 
 def _child(node: Any, part: str | int) -> Any:

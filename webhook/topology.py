@@ -85,8 +85,7 @@ def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
         )
     found = state.topologies.get(default.name)
     if found is None:
-        return Resolution(
-            (), problem=f'policy default Topology "{default.name}" not found', source="policy-default"
-        )
+        # "checked against this Topology (if it exists)": a cluster without it has no TAS here.
+        return Resolution((), source="policy-default")
     snapshot = state.levels_snapshot(found.name, found.levels)
     return Resolution((Target("", found, snapshot),), source="policy-default")

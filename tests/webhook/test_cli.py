@@ -1,0 +1,391 @@
+"""`tasgate check` through the installed console script: outputs, inputs, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.webhook.conftest import (
+    GPU,
+    HOST,
+    MANIFESTS,
+    RACK,
+    REQUIRED,
+    Run,
+    job,
+    kueue_objects,
+    manifest,
+    node,
+    rack_cluster,
+    running_pod,
+    tasgate,
+)
+
+EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
+TOP_KEYS = {
+    "apiVersion",
+    "kind",
+    "namespace",
+    "name",
+    "allowed",
+    "reason",
+    "message",
+    "warnings",
+    "patch",
+    "auditAnnotations",
+    "podGroups",
+    "topology",
+    "queue",
+    "clusterQueue",
+    "generation",
+    "podSets",
+}
+POD_SET_KEYS = {"name", "count", "requests", "topologyRequest", "flavor", "now", "never", "levels"}
+PLACEMENT_KEYS = {"fits", "maxPods", "message", "assignmentLevels", "assignment"}
+
+
+def check_json(*args: str, stdin: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+    run = tasgate("check", "-o", "json", *args, stdin=stdin)
+    assert run.code in (EXIT_OK, EXIT_DENIED), run.err
+    assert run.err == ""
+    out = json.loads(run.out)
+    assert isinstance(out, list)
+    return run.code, out
+
+
+def write(path: Path, *docs: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=False))
+    return path
+
+
+def no_traceback(run: Run) -> None:
+    assert "Traceback" not in run.err and "Traceback" not in run.out
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def test_json_output_shape() -> None:
+    code, out = check_json("-f", str(MANIFESTS / "pytorchjob-waits.yaml"))
+    assert code == EXIT_OK
+    (d,) = out
+    assert set(d) == TOP_KEYS
+    assert (d["kind"], d["name"], d["allowed"], d["reason"]) == (
+        "PyTorchJob",
+        "llama-finetune",
+        True,
+        "waits",
+    )
+    assert (d["topology"], d["queue"], d["clusterQueue"]) == ("default", "user-queue", "tas-cluster-queue")
+    assert d["auditAnnotations"]["decision"] == "waits"
+    assert [g["spec"]["minMember"] for g in d["podGroups"]] == [16]
+    assert all(op["op"] == "add" for op in d["patch"])
+    master, worker = d["podSets"]
+    for ps in (master, worker):
+        assert set(ps) == POD_SET_KEYS
+        assert set(ps["now"]) == PLACEMENT_KEYS and set(ps["never"]) == PLACEMENT_KEYS
+        assert ps["requests"] == {"cpu": "16", "memory": "256Gi", GPU: "8", "pods": "1"}
+        assert ps["flavor"] == "tas-flavor"
+        assert ps["topologyRequest"]["mode"] == "required"
+        assert ps["topologyRequest"]["injected"] is False
+    assert (master["name"], master["count"], worker["name"], worker["count"]) == ("master", 1, "worker", 15)
+    assert worker["never"]["fits"] is True and worker["never"]["maxPods"] == 15
+    assert worker["never"]["assignmentLevels"] == [HOST]
+    assert sum(a["count"] for a in worker["never"]["assignment"]) == 15
+    assert worker["now"]["fits"] is False and worker["now"]["maxPods"] == 10
+    assert "allows to fit only 10 out of 15 pod(s)" in worker["now"]["message"]
+    assert worker["now"]["assignment"] == []
+    levels = {row["level"]: row for row in worker["levels"]}
+    assert list(levels) == ["cloud.provider.com/topology-block", RACK, HOST]
+    assert {k: (v["nowMaxPods"], v["neverMaxPods"]) for k, v in levels.items()} == {
+        "cloud.provider.com/topology-block": (10, 16),
+        RACK: (4, 4),
+        HOST: (1, 1),
+    }
+
+
+def test_text_output() -> None:
+    run = tasgate("check", "-f", str(MANIFESTS / "jobset-never-fits.yaml"))
+    assert run.code == EXIT_DENIED
+    lines = run.out.splitlines()
+    assert lines[0] == "JobSet default/llm-pretrain: DENIED (never-fits)"
+    assert lines[1] == "  topology default, queue tas-user-queue"
+    assert lines[2].startswith('  PodSet "workers" (8 pods × nvidia.com/gpu: 8) can never fit one')
+    assert "  PodSet workers: 8 pods, required rack: never fits" in lines
+    assert "    rack           4           4  0/8 hold all" in lines
+
+
+def test_text_output_of_an_allowed_gang() -> None:
+    run = tasgate("check", "-f", str(MANIFESTS / "lws-unannotated.yaml"))
+    assert run.code == EXIT_OK
+    assert run.out.splitlines()[0] == "LeaderWorkerSet default/vllm-serving: ALLOWED (fits)"
+    assert "  PodSet leader: 1 pods, required rack, injected: fits" in run.out
+    assert (
+        "  patch: 4 op(s) adding kueue.x-k8s.io/podset-group-name, kueue.x-k8s.io/podset-required-topology, "
+        "scheduling.x-k8s.io/pod-group"
+    ) in run.out
+    assert "  podgroup: PodGroup vllm-serving minMember=8" in run.out
+
+
+def test_text_output_without_workloads() -> None:
+    run = tasgate("check", "-f", str(MANIFESTS / "configmap.yaml"))
+    assert (run.code, run.out) == (EXIT_OK, "no workloads found\n")
+
+
+# --- inputs --------------------------------------------------------------------------------------
+
+
+def test_multi_document_file() -> None:
+    code, out = check_json("-f", str(MANIFESTS / "pod-group.yaml"), "-f", str(MANIFESTS / "configmap.yaml"))
+    assert code == EXIT_OK
+    assert [(d["kind"], d["name"]) for d in out] == [("Pod", "sample-pod-0"), ("Pod", "sample-pod-1")]
+
+
+def test_kind_list_is_flattened(tmp_path: Path) -> None:
+    items = [manifest("job-required.yaml"), manifest("configmap.yaml"), manifest("jobset-never-fits.yaml")]
+    path = write(tmp_path / "list.yaml", {"apiVersion": "v1", "kind": "List", "items": items})
+    code, out = check_json("-f", str(path))
+    assert code == EXIT_DENIED
+    assert [(d["kind"], d["allowed"]) for d in out] == [("Job", True), ("JobSet", False)]
+
+
+def test_directory_is_read_recursively_in_order(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    shutil.copy(MANIFESTS / "tfjob.yaml", tmp_path / "b.yaml")
+    shutil.copy(MANIFESTS / "mpijob-pi.yaml", tmp_path / "sub" / "c.yml")
+    (tmp_path / "a.json").write_text(json.dumps(manifest("pod-plain.yaml")))
+    (tmp_path / "notes.txt").write_text("not: [yaml")
+    code, out = check_json("-f", str(tmp_path))
+    assert code == EXIT_OK
+    assert [d["kind"] for d in out] == ["Pod", "TFJob", "MPIJob"]
+
+
+def test_stdin() -> None:
+    text = (MANIFESTS / "jobset-never-fits.yaml").read_text()
+    code, out = check_json("-f", "-", stdin=text)
+    assert code == EXIT_DENIED
+    assert out[0]["reason"] == "never-fits"
+
+
+def test_namespace_flag_applies_to_objects_without_one() -> None:
+    obj = manifest("jobset-never-fits.yaml")
+    del obj["metadata"]["namespace"]
+    code, out = check_json("-f", "-", "-n", "kube-system", stdin=yaml.safe_dump(obj))
+    assert (code, out[0]["namespace"], out[0]["reason"]) == (EXIT_OK, "kube-system", "exempt")
+
+
+def test_unknown_kinds_are_allowed_with_a_warning() -> None:
+    code, out = check_json("-f", str(MANIFESTS / "unknown-kind.yaml"))
+    assert code == EXIT_OK
+    (d,) = out
+    assert (d["allowed"], d["reason"], d["patch"], d["podSets"]) == (True, "unknown-kind", [], [])
+    assert d["warnings"][0].startswith("tasgate does not know TrainingThing")
+
+
+def test_policy_none() -> None:
+    code, out = check_json("-f", str(MANIFESTS / "lws-unannotated.yaml"), "--policy", "none")
+    assert code == EXIT_OK
+    assert (out[0]["patch"], out[0]["podGroups"]) == ([], [])
+    assert [ps["topologyRequest"]["mode"] for ps in out[0]["podSets"]] == ["implied", "implied"]
+
+
+def test_policy_file(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "apiVersion: tasgate.io/v1alpha1\nkind: AdmissionPolicy\nspec:\n  rules:\n"
+        "  - inject: {mode: preferred, level: kubernetes.io/hostname}\n    gang: {backend: volcano}\n"
+    )
+    code, out = check_json("-f", str(MANIFESTS / "tfjob.yaml"), "--policy", str(path))
+    assert code == EXIT_OK
+    assert {ps["topologyRequest"]["mode"] for ps in out[0]["podSets"]} == {"preferred"}
+    assert out[0]["podGroups"][0]["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+
+
+# --- cluster dumps -------------------------------------------------------------------------------
+
+
+def small_dump(tmp_path: Path) -> Path:
+    """One rack of 2 hosts (one half busy, one finished pod, one unbound pod) and Kueue objects."""
+    objects = [
+        *kueue_objects(levels=("rack", HOST)),
+        *rack_cluster(racks=1, hosts=2),
+        running_pod("busy", "n1-1", gpus=4),
+        running_pod("done", "n1-2", gpus=8, phase="Succeeded"),
+        running_pod("pending", None, gpus=8, phase="Pending"),
+    ]
+    nodes = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [o for o in objects if o["kind"] in ("Node", "Pod")],
+    }
+    (tmp_path / "dump").mkdir()
+    write(tmp_path / "dump" / "nodes.yaml", nodes)
+    write(tmp_path / "dump" / "kueue.yaml", *[o for o in objects if o["kind"] not in ("Node", "Pod")])
+    return tmp_path / "dump"
+
+
+@pytest.mark.parametrize(
+    ("pods", "reason", "code"), [(1, "fits", EXIT_OK), (2, "waits", EXIT_OK), (3, "never-fits", EXIT_DENIED)]
+)
+def test_cluster_dump(tmp_path: Path, pods: int, reason: str, code: int) -> None:
+    dump = small_dump(tmp_path)
+    obj = job(pods, queue="q", namespace="team", annotations={REQUIRED: "rack"})
+    got, out = check_json("-f", "-", "--cluster", str(dump), "--policy", "none", stdin=yaml.safe_dump(obj))
+    assert (got, out[0]["reason"], out[0]["topology"]) == (code, reason, "topo")
+    main = out[0]["podSets"][0]
+    assert (main["now"]["maxPods"], main["never"]["maxPods"]) == (min(pods, 1), min(pods, 2))
+
+
+def test_cluster_dump_files_can_be_given_separately(tmp_path: Path) -> None:
+    dump = small_dump(tmp_path)
+    obj = job(2, queue="q", namespace="team", annotations={REQUIRED: "rack"})
+    args = ["--cluster", str(dump / "nodes.yaml"), "--cluster", str(dump / "kueue.yaml")]
+    code, out = check_json("-f", "-", *args, stdin=yaml.safe_dump(obj))
+    assert (code, out[0]["reason"]) == (EXIT_OK, "waits")
+
+
+def test_sample_cluster_fed_back_gives_the_same_verdicts(tmp_path: Path) -> None:
+    dump = tmp_path / "sample.yaml"
+    printed = tasgate("sample-cluster")
+    assert printed.code == EXIT_OK
+    dump.write_text(printed.out)
+    kinds = [d["kind"] for d in yaml.safe_load_all(printed.out)]
+    assert kinds.count("Node") == 32 and "LocalQueue" in kinds
+    _, default = check_json("-f", str(MANIFESTS))
+    _, fed = check_json("-f", str(MANIFESTS), "--cluster", str(dump))
+    assert len(default) >= 15
+    strip = [{k: v for k, v in d.items() if k != "generation"} for d in default]
+    assert [{k: v for k, v in d.items() if k != "generation"} for d in fed] == strip
+
+
+def test_bad_cluster_dump_names_the_node_and_field(tmp_path: Path) -> None:
+    broken = node("gpu-7", {"rack": "r"}, cpu="lots")
+    path = write(tmp_path / "nodes.yaml", broken)
+    run = tasgate("check", "-f", str(MANIFESTS / "job-required.yaml"), "--cluster", str(path))
+    assert run.code == EXIT_BAD_INPUT
+    assert run.err.startswith("tasgate: error: bad cluster state: Node gpu-7: status.allocatable[cpu]")
+    no_traceback(run)
+
+
+# --- errors and exit codes -----------------------------------------------------------------------
+
+
+def test_bad_yaml_names_the_file_and_document(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text((MANIFESTS / "configmap.yaml").read_text() + "---\nkind: Job\nspec: [unclosed\n")
+    run = tasgate("check", "-f", str(path))
+    assert run.code == EXIT_BAD_INPUT
+    assert run.err.startswith(f"tasgate: error: {path} (document 2): not valid YAML")
+    assert run.out == ""
+    no_traceback(run)
+
+
+def test_bad_json_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"kind": ')
+    run = tasgate("check", "-f", str(path))
+    assert run.code == EXIT_BAD_INPUT
+    assert f"{path} (document 1): not valid JSON" in run.err
+    no_traceback(run)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("- a\n- b\n", "(document 1): expected a Kubernetes object, got list"),
+        ("metadata: {name: x}\n", "(document 1): not a Kubernetes object (apiVersion and kind are required)"),
+        ("apiVersion: v1\nkind: List\nitems: [1]\n", "(document 1) items[0]: items[0] is not an object"),
+    ],
+)
+def test_documents_that_are_not_objects(tmp_path: Path, text: str, fragment: str) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text(text)
+    run = tasgate("check", "-f", str(path))
+    assert run.code == EXIT_BAD_INPUT
+    assert fragment.split(": ", 1)[-1] in run.err and str(path) in run.err
+    no_traceback(run)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    run = tasgate("check", "-f", str(tmp_path / "nope.yaml"))
+    assert run.code == EXIT_BAD_INPUT
+    assert run.err == f"tasgate: error: {tmp_path / 'nope.yaml'}: no such file or directory\n"
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    run = tasgate("check", "-f", str(tmp_path))
+    assert run.code == EXIT_BAD_INPUT
+    assert "no .yaml, .yml or .json files in this directory" in run.err
+
+
+def test_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "apiVersion: tasgate.io/v1alpha1\nkind: AdmissionPolicy\nspec: {rules: [{gang: {backend: kai}}]}\n"
+    )
+    run = tasgate("check", "-f", str(MANIFESTS / "tfjob.yaml"), "--policy", str(path))
+    assert run.code == EXIT_BAD_INPUT
+    assert "spec.rules[0].gang.backend: must be one of coscheduling, volcano, none, got 'kai'" in run.err
+    no_traceback(run)
+
+
+@pytest.mark.parametrize("args", [(), ("check",), ("check", "-f", "x", "-o", "yaml")])
+def test_usage_errors(args: tuple[str, ...]) -> None:
+    run = tasgate(*args)
+    assert run.code == EXIT_BAD_INPUT
+    no_traceback(run)
+
+
+def test_exit_codes_mix_of_allowed_and_denied() -> None:
+    allowed = tasgate(
+        "check", "-f", str(MANIFESTS / "tfjob.yaml"), "-f", str(MANIFESTS / "job-required.yaml")
+    )
+    assert allowed.code == EXIT_OK
+    mixed = tasgate(
+        "check", "-f", str(MANIFESTS / "tfjob.yaml"), "-f", str(MANIFESTS / "jobset-never-fits.yaml")
+    )
+    assert mixed.code == EXIT_DENIED
+    assert "TFJob default/tf-dist: ALLOWED (fits)" in mixed.out
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "fragment"),
+    [
+        ("cpu", "1e400", 'spec.template.spec.containers[0].resources.requests.cpu: Invalid value: "1e400"'),
+        (
+            GPU,
+            "abc",
+            'spec.template.spec.containers[0].resources.requests.nvidia.com/gpu: Invalid value: "abc"',
+        ),
+        ("memory", "-4Gi", "spec.template.spec.containers[0].resources.requests.memory"),
+    ],
+)
+def test_absurd_quantities_are_denied_naming_the_field(resource: str, value: str, fragment: str) -> None:
+    obj = job(2)
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][resource] = value
+    run = tasgate("check", "-f", "-", stdin=yaml.safe_dump(obj))
+    assert run.code == EXIT_DENIED
+    assert "Job default/train: DENIED (invalid)" in run.out
+    assert fragment in run.out
+    no_traceback(run)
+
+
+def test_malformed_objects_are_denied_not_crashed() -> None:
+    docs = [
+        {**job(2), "metadata": "oops"},
+        {**job(2), "spec": [1, 2]},
+        job(2, nodeSelector=["gpu"]),
+    ]
+    code, out = check_json("-f", "-", stdin=yaml.safe_dump_all(docs))
+    assert code == EXIT_DENIED
+    assert [(d["allowed"], d["reason"]) for d in out] == [(False, "invalid")] * 3
+    assert [d["message"].split(":")[0] for d in out] == [
+        "metadata",
+        "spec",
+        "spec.template.spec.nodeSelector",
+    ]
