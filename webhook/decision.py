@@ -198,9 +198,16 @@ def _verdict(
             audit=audit,
             warnings=tuple(warnings),
         )
+    backend = rule.gang if rule else None
+    if backend is not None and backend.backend != "none" and wl.groups > 1:
+        # Kueue admits each replica group on its own; one PodGroup across them would hold
+        # admitted groups back for the others.
+        note = f"no gang labels added: its {wl.groups} replica groups are separate gangs"
+        warnings.append(messages.clip(note))
+        backend = None
     name = gang.group_name(review.obj, review.uid)
-    entries: list[Entry] = list(plan.entries) + gang.gang_entries(wl, rule.gang if rule else None, name)
-    groups = gang.pod_groups(wl, rule.gang if rule else None, base.namespace, entries)
+    entries: list[Entry] = list(plan.entries) + gang.gang_entries(wl, backend, name)
+    groups = gang.pod_groups(wl, backend, base.namespace, entries)
     reason = "waits" if any(v.now and not v.now.fits for v in verdicts) else "fits"
     return replace(
         base,

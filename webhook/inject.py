@@ -89,21 +89,27 @@ def _level(
             return None, f'policy level "{inject.level}" is not a level of Topology "{target.topology.name}"'
         return inject.level, None
     tightest = tightest_level(pod_sets, bare, target, group)
-    if inject.loosest_level is not None and levels.index(tightest) < levels.index(inject.loosest_level):
-        return inject.loosest_level, None
+    if inject.loosest_level is not None and (
+        tightest is None or levels.index(tightest) < levels.index(inject.loosest_level)
+    ):
+        return inject.loosest_level, None  # even the loosest allowed level cannot hold it: denied
+    if tightest is None:
+        # No single domain can ever hold it: a required level would turn a workload Kueue can
+        # spread into one that never runs. Leave it to Kueue, and say so.
+        return None, f'no single "{levels[0]}" domain holds this gang; no topology annotation added'
     return tightest, None
 
 
 def tightest_level(
     pod_sets: Sequence[PodSetTemplate], bare: Sequence[int], target: Target, group: str | None
-) -> str:
-    """The deepest level with a domain that holds every PodSet to inject, when empty."""
+) -> str | None:
+    """The deepest level with a domain that holds every PodSet to inject, when empty; None if none."""
     levels = target.topology.levels
     probe = TopologyRequest(Mode.REQUIRED, levels[0], group=group)
     requests: list[PodSetRequest] = [scorer_request(pod_sets[i], probe) for i in bare]
     placements = target.snapshot.never.place(requests)
-    best = 0
+    best = None
     for depth in range(len(levels)):
         if all(p.levels and p.levels[depth].fitting_domains > 0 for p in placements):
             best = depth
-    return levels[best]
+    return None if best is None else levels[best]

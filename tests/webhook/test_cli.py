@@ -121,7 +121,7 @@ def test_text_output() -> None:
 
 
 def test_text_output_of_an_allowed_gang() -> None:
-    run = tasgate("check", "-f", str(MANIFESTS / "lws-unannotated.yaml"))
+    run = tasgate("check", "-f", str(MANIFESTS / "lws-one-group.yaml"))
     assert run.code == EXIT_OK
     assert run.out.splitlines()[0] == "LeaderWorkerSet default/vllm-serving: ALLOWED (fits)"
     assert "  PodSet leader: 1 pods, required rack, injected: fits" in run.out
@@ -129,7 +129,7 @@ def test_text_output_of_an_allowed_gang() -> None:
         "  patch: 4 op(s) adding kueue.x-k8s.io/podset-group-name, kueue.x-k8s.io/podset-required-topology, "
         "scheduling.x-k8s.io/pod-group"
     ) in run.out
-    assert "  podgroup: PodGroup vllm-serving minMember=8" in run.out
+    assert "  podgroup: PodGroup vllm-serving minMember=4" in run.out
 
 
 def test_text_output_without_workloads() -> None:

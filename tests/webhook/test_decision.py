@@ -67,6 +67,7 @@ class Kind:
     min_member: int | None = None  # the PodGroup the default policy asks for (None: no PodGroup)
     per_pod: dict[str, dict[str, int]] = field(default_factory=dict)
     document: int = 0
+    warnings: tuple[str, ...] = ()
 
 
 KINDS = [
@@ -139,7 +140,8 @@ KINDS = [
         "fits",
         [("leader", 1), ("worker", 2)],
         [("required", RACK, "lws-group", False)] * 2,
-        min_member=6,  # 2 replica groups of 3 pods
+        min_member=None,  # 2 replica groups: each is its own gang, so no shared PodGroup
+        warnings=("no gang labels added: its 2 replica groups are separate gangs",),
     ),
     Kind(
         "lws-unannotated.yaml",
@@ -148,7 +150,17 @@ KINDS = [
         "fits",
         [("leader", 1), ("worker", 3)],
         [("required", RACK, LEADER_WORKERS, True)] * 2,
-        min_member=8,
+        min_member=None,
+        warnings=("no gang labels added: its 2 replica groups are separate gangs",),
+    ),
+    Kind(
+        "lws-one-group.yaml",
+        "LeaderWorkerSet",
+        "vllm-serving",
+        "fits",
+        [("leader", 1), ("worker", 3)],
+        [("required", RACK, LEADER_WORKERS, True)] * 2,
+        min_member=4,
     ),
     Kind(
         "rayjob.yaml",
@@ -235,7 +247,7 @@ def test_each_workload_kind_on_the_sample_cluster(
         assert group["spec"]["minMember"] == case.min_member
         assert group["spec"]["scheduleTimeoutSeconds"] == 600
     if case.reason == "fits":
-        assert d.warnings == ()
+        assert d.warnings == case.warnings
         assert all(v.now is not None and v.now.fits for v in d.pod_sets)
 
 

@@ -103,7 +103,7 @@ def test_list_indexes_in_paths() -> None:
 
 TEMPLATE_PATHS: list[tuple[str, int, list[tuple[Any, ...]]]] = [
     (
-        "lws-unannotated.yaml",
+        "lws-one-group.yaml",
         0,
         [("spec", "leaderWorkerTemplate", t) for t in ("leaderTemplate", "workerTemplate")],
     ),
@@ -220,7 +220,7 @@ IDEMPOTENT = [
     "rayjob.yaml",
     "raycluster.yaml",
     "pod-group.yaml",
-    "lws-tas.yaml",
+    "lws-one-group.yaml",
 ]
 
 
