@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install test lint bench check run clean
+.PHONY: all install test lint bench check run e2e binaries clean
 
 all: test
 
@@ -21,13 +21,21 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check scorer webhook tests bench
-	$(VENV)/bin/ruff format --check scorer webhook tests bench
+	$(VENV)/bin/ruff check scorer webhook tests bench e2e
+	$(VENV)/bin/ruff format --check scorer webhook tests bench e2e
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
+
+# The end-to-end suite: real kube-apiserver + etcd + kubectl, built once from pinned Go modules into
+# ~/.cache/tasgate (outside the repo), then tasgate in live mode against them.
+binaries:
+	bash e2e/build-binaries.sh
+
+e2e: $(STAMP) binaries
+	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
 # One example is refused on purpose: exit status 1 (a denial) is the expected outcome here.
 check: $(STAMP)

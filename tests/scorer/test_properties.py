@@ -119,6 +119,8 @@ def test_more_capacity_can_break_a_later_pod_set_of_the_same_workload() -> None:
     cpu: 8}; PodSet ``a`` wants 4 × 1 gpu, ``b`` 8 × (1 gpu + 1 cpu), both required at rack.
     ``a`` takes r1 (the tightest fit) and ``b`` gets r2. Give r1 four more GPUs and r2 becomes
     the tightest fit for ``a``, which leaves ``b`` only 4 GPUs there: the workload no longer fits.
+    (Per PodSet it is simpler still: a PodSet that did not fit takes nothing, and once more
+    capacity lets it fit it takes what a later PodSet had; Hypothesis finds that one at once.)
     """
     gpu = "nvidia.com/gpu"
     levels = ("rack", HOSTNAME_LABEL)

@@ -1,0 +1,1 @@
+"""End-to-end harness: a real kube-apiserver + etcd on loopback, driven with a real kubectl."""

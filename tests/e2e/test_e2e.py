@@ -1,0 +1,530 @@
+"""tasgate in live mode against a real kube-apiserver + etcd, driven by a real kubectl.
+
+One control plane and one `tasgate serve --kubeconfig` for the module: the real CRDs, a small
+GPU cluster of Node objects (2 blocks x 2 racks x 2 hosts, 8 GPUs each) with bound Pods for
+usage, Kueue's Topology/ResourceFlavor/ClusterQueue/LocalQueue, and both webhooks registered
+with `clientConfig.url` + `caBundle`. Every scenario asserts on what the API server stored or
+answered, and on its audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.controlplane import ControlPlane, free_ports
+from webhook import certs
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = ROOT.parent / "shared" / "crds"
+TASGATE = Path(sys.executable).with_name("tasgate")
+BLOCK, RACK, HOST = "topology.example.com/block", "topology.example.com/rack", "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
+NS = "e2e"
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0, every: float = 0.25) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def node(name: str, block: str, rack: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {BLOCK: block, RACK: rack, HOST: name, "pool": "gpu"}},
+    }
+
+
+def node_status() -> str:
+    return json.dumps(
+        {
+            "status": {
+                "allocatable": {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"},
+                "capacity": {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"},
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+                ],
+            }
+        }
+    )
+
+
+def add_node(cp: ControlPlane, name: str, block: str, rack: str) -> None:
+    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(node(name, block, rack)))
+    cp.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", node_status())
+    # The API server's TaintNodesByCondition taints every new Node not-ready; with no node
+    # lifecycle controller here to lift it, do what it would do for a Ready node.
+    cp.kubectl("taint", "nodes", name, "node.kubernetes.io/not-ready:NoSchedule-", check=False)
+
+
+def usage_pod(name: str, node_name: str, gpus: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busy",
+                    "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                }
+            ],
+        },
+    }
+
+
+def kueue_objects() -> list[dict[str, Any]]:
+    api = "kueue.x-k8s.io/v1beta2"
+    return [
+        {
+            "apiVersion": api,
+            "kind": "Topology",
+            "metadata": {"name": "gpu"},
+            "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "gpu-flavor"},
+            "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": "gpu"},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "gpu-cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", GPU],
+                        "flavors": [
+                            {
+                                "name": "gpu-flavor",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": 1000},
+                                    {"name": "memory", "nominalQuota": "10Ti"},
+                                    {"name": GPU, "nominalQuota": 1000},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "gpu-queue", "namespace": NS},
+            "spec": {"clusterQueue": "gpu-cq"},
+        },
+    ]
+
+
+def job(name: str, pods: int, gpus: int, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    template: dict[str, Any] = {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "trainer",
+                    "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                }
+            ],
+        }
+    }
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+        "spec": {"parallelism": pods, "completions": pods, "suspend": True, "template": template},
+    }
+
+
+class Tasgate:
+    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+        self.cp = cp
+        self.port = free_ports(1)[0]
+        self.certs = workdir / "tasgate-certs"
+        self.stdout = (workdir / "tasgate.out").open("wb")
+        self.stderr = (workdir / "tasgate.err").open("wb")
+        self.workdir = workdir
+        self.proc = subprocess.Popen(
+            [
+                str(TASGATE),
+                "serve",
+                "--kubeconfig",
+                str(cp.kubeconfig),
+                "--port",
+                str(self.port),
+                "--dev-cert-dir",
+                str(self.certs),
+                "--stale-after",
+                "60",
+            ],
+            stdout=self.stdout,
+            stderr=self.stderr,
+        )
+
+    def get(self, path: str) -> tuple[int, str]:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"tasgate serve exited {self.proc.returncode}:\n{self.log()[-3000:]}")
+        try:
+            context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
+            url = f"https://localhost:{self.port}{path}"
+            with urllib.request.urlopen(url, context=context, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return 0, ""
+
+    def log(self) -> str:
+        return (self.workdir / "tasgate.err").read_text()
+
+    def audit(self) -> list[dict[str, Any]]:
+        text = (self.workdir / "tasgate.out").read_text()
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.stdout.close()
+        self.stderr.close()
+
+
+def webhook_configurations(port: int, ca_bundle: str) -> str:
+    rules = [
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["batch"],
+            "apiVersions": ["v1"],
+            "resources": ["jobs"],
+        },
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["jobset.x-k8s.io"],
+            "apiVersions": ["v1alpha2"],
+            "resources": ["jobsets"],
+        },
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["kubeflow.org"],
+            "apiVersions": ["v1"],
+            "resources": ["pytorchjobs"],
+        },
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["kubeflow.org"],
+            "apiVersions": ["v2beta1"],
+            "resources": ["mpijobs"],
+        },
+        {
+            "operations": ["CREATE", "UPDATE"],
+            "apiGroups": ["leaderworkerset.x-k8s.io"],
+            "apiVersions": ["v1"],
+            "resources": ["leaderworkersets"],
+        },
+    ]
+    common = {
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "NoneOnDryRun",
+        "timeoutSeconds": 10,
+        "failurePolicy": "Fail",
+        "rules": rules,
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+            ]
+        },
+    }
+    docs = [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "tasgate-e2e"},
+            "webhooks": [
+                {
+                    "name": "mutate.tasgate.io",
+                    "reinvocationPolicy": "IfNeeded",
+                    "clientConfig": {"url": f"https://localhost:{port}/mutate", "caBundle": ca_bundle},
+                    **common,
+                }
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "tasgate-e2e"},
+            "webhooks": [
+                {
+                    "name": "validate.tasgate.io",
+                    "clientConfig": {"url": f"https://localhost:{port}/validate", "caBundle": ca_bundle},
+                    **common,
+                }
+            ],
+        },
+    ]
+    return yaml.safe_dump_all(docs)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, Tasgate]]:
+    workdir = tmp_path_factory.mktemp("e2e")
+    with ControlPlane() as cp:
+        crds = sorted(CRDS.glob("*.yaml"))
+        assert crds, f"no CRDs in {CRDS}"
+        for crd in crds:
+            cp.kubectl("apply", "--server-side", "-f", str(crd))
+        names = [yaml.safe_load(c.read_text())["metadata"]["name"] for c in crds]
+        cp.kubectl("wait", "--for", "condition=established", "--timeout=60s", *(f"crd/{n}" for n in names))
+        cp.kubectl("create", "namespace", NS)
+        for b in ("b1", "b2"):
+            for r in ("r1", "r2"):
+                for h in ("h1", "h2"):
+                    add_node(cp, f"{b}-{r}-{h}", b, f"{b}-{r}")
+        busy = [usage_pod(f"busy-{n}", n, 8) for n in ("b1-r1-h1", "b1-r1-h2", "b2-r1-h1")]
+        cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(busy + kueue_objects()))
+        tasgate = Tasgate(cp, workdir)
+        try:
+            wait_for("tasgate to sync and report ready", lambda: tasgate.get("/readyz")[0] == 200, 60)
+            ca_bundle = certs.ca_bundle(tasgate.certs / "ca.crt")
+            cp.kubectl("apply", "-f", "-", input=webhook_configurations(tasgate.port, ca_bundle))
+            probe = yaml.safe_dump(job("probe", 8, 8, {"kueue.x-k8s.io/podset-required-topology": RACK}))
+
+            def answering() -> bool:
+                result = cp.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
+                return "tasgate.io" in result.stderr
+
+            wait_for("the API server to call tasgate", answering, 60)
+            yield cp, tasgate
+        finally:
+            tasgate.stop()
+
+
+def stored(cp: ControlPlane, kind: str, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = cp.kubectl_json("get", kind, name, "-n", NS)
+    return result
+
+
+def apply(cp: ControlPlane, obj: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+    return cp.kubectl("apply", *extra, "-f", "-", input=yaml.safe_dump(obj), check=False)
+
+
+def test_unannotated_job_gets_tas_annotation_and_gang_label(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    result = apply(cp, job("two-racks", 2, 8))
+    assert result.returncode == 0, result.stderr
+    template = stored(cp, "job", "two-racks")["spec"]["template"]
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] == RACK
+    assert template["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "two-racks"
+
+
+def test_never_fitting_gang_is_refused_with_tasgates_message(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    result = apply(cp, job("too-big", 3, 8, {"kueue.x-k8s.io/podset-required-topology": RACK}))
+    assert result.returncode != 0
+    assert 'admission webhook "mutate.tasgate.io" denied the request' in result.stderr
+    assert "the largest rack holds 2 such pods even when empty" in result.stderr
+    assert cp.kubectl("get", "job", "too-big", "-n", NS, check=False).returncode != 0
+
+
+def test_gang_that_must_wait_is_admitted_with_a_warning(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    # A block holds 4 such pods when empty; b1 has 2 free hosts now and b2 has 3.
+    result = apply(cp, job("must-wait", 4, 8, {"kueue.x-k8s.io/podset-required-topology": BLOCK}))
+    assert result.returncode == 0, result.stderr
+    assert "Warning:" in result.stderr and "must wait" in result.stderr
+
+
+def test_dry_run_stores_nothing_and_creates_no_podgroup(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    result = apply(cp, job("dry", 2, 8), "--dry-run=server")
+    assert result.returncode == 0, result.stderr
+    assert cp.kubectl("get", "job", "dry", "-n", NS, check=False).returncode != 0
+    time.sleep(2)
+    assert cp.kubectl("get", "podgroups.scheduling.x-k8s.io", "dry", "-n", NS, check=False).returncode != 0
+
+
+def test_podgroup_appears_with_min_member_and_owner(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    assert apply(cp, job("gang", 2, 8)).returncode == 0
+    owner_uid = stored(cp, "job", "gang")["metadata"]["uid"]
+
+    def found() -> bool:
+        args = ("get", "podgroups.scheduling.x-k8s.io", "gang", "-n", NS)
+        return cp.kubectl(*args, check=False).returncode == 0
+
+    wait_for("the PodGroup", found, 30)
+    pod_group = cp.kubectl_json("get", "podgroups.scheduling.x-k8s.io", "gang", "-n", NS)
+    assert pod_group["spec"]["minMember"] == 2
+    assert pod_group["spec"]["minResources"][GPU] == "16"
+    (ref,) = pod_group["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"]) == ("Job", "gang", owner_uid)
+
+
+def test_each_kind_is_mutated_in_the_stored_object(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    examples = {
+        "jobset": ("jobset.jobset.x-k8s.io", ("spec", "replicatedJobs", 0, "template", "spec", "template")),
+        "pytorchjob": ("pytorchjob.kubeflow.org", ("spec", "pytorchReplicaSpecs", "Worker", "template")),
+        "mpijob": ("mpijob.kubeflow.org", ("spec", "mpiReplicaSpecs", "Worker", "template")),
+        "lws": (
+            "leaderworkerset.leaderworkerset.x-k8s.io",
+            ("spec", "leaderWorkerTemplate", "workerTemplate"),
+        ),
+    }
+    manifests = {name: _kind_manifest(name) for name in examples}
+    for name, (resource, path) in examples.items():
+        result = apply(cp, manifests[name])
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+        node: Any = stored(cp, resource, manifests[name]["metadata"]["name"])
+        for part in path:
+            node = node[part]
+        annotations = node["metadata"]["annotations"]
+        assert any(k.startswith("kueue.x-k8s.io/podset-") for k in annotations), (name, annotations)
+
+
+def _kind_manifest(name: str) -> dict[str, Any]:
+    container = {"name": "c", "image": "trainer", "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}}}
+    pod = {"spec": {"containers": [container], "restartPolicy": "Never"}}
+    queue = {"kueue.x-k8s.io/queue-name": "gpu-queue"}
+    if name == "jobset":
+        return {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "js", "namespace": NS, "labels": queue},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "workers",
+                        "replicas": 1,
+                        "template": {"spec": {"parallelism": 2, "completions": 2, "template": pod}},
+                    }
+                ]
+            },
+        }
+    if name == "pytorchjob":
+        return {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "pt", "namespace": NS, "labels": queue},
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {
+                        "replicas": 1,
+                        "template": {"spec": {"containers": [dict(container, name="pytorch")]}},
+                    },
+                    "Worker": {
+                        "replicas": 1,
+                        "template": {"spec": {"containers": [dict(container, name="pytorch")]}},
+                    },
+                }
+            },
+        }
+    if name == "mpijob":
+        launcher = {
+            "spec": {"containers": [{"name": "l", "image": "mpi", "resources": {"requests": {"cpu": "1"}}}]}
+        }
+        return {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": {"name": "mpi", "namespace": NS, "labels": queue},
+            "spec": {
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": launcher},
+                    "Worker": {"replicas": 2, "template": pod},
+                }
+            },
+        }
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": NS, "labels": queue},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod, "workerTemplate": pod},
+        },
+    }
+
+
+def test_added_nodes_turn_a_refusal_into_an_admission(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    wide = job("wide-rack", 3, 8, {"kueue.x-k8s.io/podset-required-topology": RACK})
+    assert apply(cp, wide).returncode != 0
+    add_node(cp, "b2-r2-h3", "b2", "b2-r2")
+    wait_for("tasgate to see the new node", lambda: apply(cp, wide).returncode == 0, 30, every=0.5)
+    assert stored(cp, "job", "wide-rack")["spec"]["parallelism"] == 3
+
+
+def test_api_server_restart_does_not_leave_tasgate_stale(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, tasgate = world
+    wider = job("after-restart", 4, 8, {"kueue.x-k8s.io/podset-required-topology": RACK})
+    assert apply(cp, wider).returncode != 0, "no rack holds 4 such pods yet"
+    cp.restart_apiserver()
+    add_node(cp, "b1-r2-h3", "b1", "b1-r2")
+    add_node(cp, "b1-r2-h4", "b1", "b1-r2")
+    # b1-r2 now has 4 free hosts: admitted only once tasgate's watches resumed after the restart.
+    wait_for(
+        "tasgate to see a node added after the restart", lambda: apply(cp, wider).returncode == 0, 60, every=1
+    )
+    assert tasgate.get("/readyz")[0] == 200
+
+
+def test_api_server_audit_log_carries_tasgates_annotations(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, tasgate = world
+    apply(cp, job("audited", 1, 8))
+
+    def annotated() -> bool:
+        for event in cp.audit_events():
+            notes = event.get("annotations") or {}
+            ref = event.get("objectRef") or {}
+            if ref.get("name") == "audited" and "mutate.tasgate.io/decision" in notes:
+                return notes["mutate.tasgate.io/decision"] == "fits"
+        return False
+
+    wait_for("tasgate's audit annotations in the API server's audit log", annotated, 20)
+    assert any(line["name"] == "audited" and line["reason"] == "fits" for line in tasgate.audit())
+
+
+def test_deployment_manifests_pass_a_server_side_dry_run(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, _ = world
+    cp.kubectl("create", "namespace", "tasgate-system", check=False)
+    result = cp.kubectl("apply", "--dry-run=server", "-k", str(ROOT / "manifests"), check=False)
+    assert result.returncode == 0, result.stderr
+    assert "deployment.apps/tasgate created (server dry run)" in result.stdout
+    assert (
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/tasgate created (server dry run)"
+        in result.stdout
+    )
+
+
+def test_no_process_outlives_the_module(world: tuple[ControlPlane, Tasgate]) -> None:
+    _, tasgate = world
+    assert tasgate.proc.poll() is None, tasgate.log()[-2000:]
+    assert os.path.exists(tasgate.certs / "ca.crt")
