@@ -70,14 +70,17 @@ class View:
     def place(self, pod_sets: Sequence[PodSetRequest], engine: Engine | None = None) -> tuple[Placement, ...]:
         """Placements in input order; later groups see the capacity earlier ones took."""
         engine = engine or self._engine
-        free = array("q", self.free)
+        groups = _groups(pod_sets)
+        # Only a later group needs the capacity an earlier one took: one group reads the
+        # snapshot's own (never mutated) array, and the last group's usage is not recorded.
+        free = self.free if len(groups) == 1 else array("q", self.free)
         found: dict[str, Placement] = {}
-        for group in _groups(pod_sets):
-            for placement in self._place_group(group, free, engine):
+        for index, group in enumerate(groups):
+            for placement in self._place_group(group, free, engine, record=index < len(groups) - 1):
                 found[placement.name] = placement
         return tuple(found[p.name] for p in pod_sets)
 
-    def _place_group(self, group: _Group, free: array[int], engine: Engine) -> list[Placement]:
+    def _place_group(self, group: _Group, free: array[int], engine: Engine, record: bool) -> list[Placement]:
         members = [group.workers] + ([group.leader] if group.leader else [])
         extra = [
             _failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra
@@ -98,14 +101,16 @@ class View:
                 for p in members
             ] + extra
         worker_assignment = self._assignment(raw.worker_leaves, raw.worker_counts)
-        self._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
+        if record:
+            self._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
         out = [
             Placement(
                 group.workers.name, True, worker_assignment, levels=levels, total_count=group.workers.count
             )
         ]
         if group.leader is not None:
-            self._consume(free, request.req_col, request.leader_val, raw.leader_leaves, raw.leader_counts)
+            if record:
+                self._consume(free, request.req_col, request.leader_val, raw.leader_leaves, raw.leader_counts)
             leader_assignment = self._assignment(raw.leader_leaves, raw.leader_counts)
             out.append(Placement(group.leader.name, True, leader_assignment, levels=levels, total_count=1))
         return out + extra
