@@ -300,7 +300,10 @@ class Cluster:
         same_nodes = n_schedulable == len(self.nodes)
         if same_nodes and not any(t.is_condition for n in self.nodes for t in n.taints):
             return View(self.topology_name, now_tree, now_tree.capacity, self.flavor_tolerations, engine)
-        tree, free = build_tree(self.levels, self.nodes, drop_condition_taints=True, with_usage=False)
+        # Schedulable nodes first: where nodes share a hostname, the leaf takes the first one's
+        # path, and it must be the path "now" sees, or "never" could be tighter than "now".
+        ordered = sorted(self.nodes, key=lambda n: not n.schedulable_now)
+        tree, free = build_tree(self.levels, ordered, drop_condition_taints=True, with_usage=False)
         return View(self.topology_name, tree, free, self.flavor_tolerations, engine)
 
     @property

@@ -47,6 +47,16 @@ class PodSetVerdict:
 
 
 @dataclass(frozen=True)
+class FlavorVerdict:
+    """How the workload fares on one TAS flavor of its ClusterQueue ("" = policy default)."""
+
+    flavor: str
+    topology: str
+    fits_now: bool
+    fits_never: bool
+
+
+@dataclass(frozen=True)
 class Decision:
     api_version: str
     kind: str
@@ -61,6 +71,7 @@ class Decision:
     pod_groups: tuple[dict[str, Any], ...] = ()
     pod_sets: tuple[PodSetVerdict, ...] = ()
     topology: str | None = None
+    flavors: tuple[FlavorVerdict, ...] = ()
     queue: str | None = None
     cluster_queue: str | None = None
     generation: int = 0
@@ -135,13 +146,14 @@ def _judge(
     rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
     mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
     wanted = rule.inject if rule and mutable else None
-    verdicts, target, plan = _score(wl, wanted, resolution.targets)
+    verdicts, target, plan, flavors = _score(wl, wanted, resolution.targets)
+    base = replace(base, flavors=flavors)
     return _verdict(review, base, wl, plan, verdicts, target, rule if mutable else None, policy)
 
 
 def _score(
     wl: WorkloadPodSets, wanted: Inject | None, targets: Sequence[Target]
-) -> tuple[tuple[PodSetVerdict, ...], Target, inject.Plan]:
+) -> tuple[tuple[PodSetVerdict, ...], Target, inject.Plan, tuple[FlavorVerdict, ...]]:
     """Every flavor in order, each with what the policy injects for it ("tightest" differs per
     flavor); the first where everything fits when empty is where Kueue goes. When none does,
     the flavor that holds the most pods when empty speaks for the denial."""
@@ -154,10 +166,22 @@ def _score(
             PodSetVerdict(p.name, p.count, p.requests, r, i, target.flavor or None, a, b)
             for p, r, i, a, b in zip(wl.pod_sets, plan.requests, plan.injected, now, never, strict=True)
         )
-        if all(v.never and (v.never.fits or v.never.anomaly) for v in verdicts):
-            return verdicts, target, plan
         scored.append((verdicts, target, plan))
-    return max(scored, key=lambda s: sum(_held_when_empty(v) for v in s[0]))
+    summaries = tuple(_flavor_summary(v, t) for v, t, _ in scored)
+    for verdicts, target, plan in scored:
+        if all(v.never and (v.never.fits or v.never.anomaly) for v in verdicts):
+            return verdicts, target, plan, summaries
+    verdicts, target, plan = max(scored, key=lambda s: sum(_held_when_empty(v) for v in s[0]))
+    return verdicts, target, plan, summaries
+
+
+def _flavor_summary(verdicts: Sequence[PodSetVerdict], target: Target) -> FlavorVerdict:
+    return FlavorVerdict(
+        flavor=target.flavor,
+        topology=target.topology.name,
+        fits_now=all(v.now is not None and v.now.fits for v in verdicts),
+        fits_never=all(v.never is not None and v.never.fits for v in verdicts),
+    )
 
 
 def _held_when_empty(v: PodSetVerdict) -> int:

@@ -25,6 +25,10 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "auditAnnotations": dict(d.audit),
         "podGroups": list(d.pod_groups),
         "topology": d.topology,
+        "flavors": [
+            {"flavor": f.flavor, "topology": f.topology, "fitsNow": f.fits_now, "fitsNever": f.fits_never}
+            for f in d.flavors
+        ],
         "queue": d.queue,
         "clusterQueue": d.cluster_queue,
         "generation": d.generation,

@@ -40,6 +40,7 @@ TOP_KEYS = {
     "auditAnnotations",
     "podGroups",
     "topology",
+    "flavors",
     "queue",
     "clusterQueue",
     "generation",

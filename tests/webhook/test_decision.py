@@ -563,6 +563,10 @@ def test_first_flavor_that_fits_is_chosen() -> None:
     assert (small.reason, pod_set(small, "main").flavor, small.audit["flavor"]) == ("fits", "small", "small")
     big = judge(team_job(4, annotations={REQUIRED: "rack"}), state, none)
     assert (big.allowed, big.reason, pod_set(big, "main").flavor) == (True, "fits", "big")
+    assert [(f.flavor, f.fits_now, f.fits_never) for f in big.flavors] == [
+        ("small", False, False),
+        ("big", True, True),
+    ]
     assert {h for h, _ in hosts(pod_set(big, "main"))} == {"b1-1", "b1-2", "b1-3", "b1-4"}
 
 
