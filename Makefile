@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 all: test
 
-$(STAMP): pyproject.toml setup.py scorer/_core.pyx scorer/_core.pxd
+$(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

@@ -3,12 +3,11 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
+# Three modules over one set of types (scorer/_types.pxd): phase 1 counts, phase 2 placement,
+# and the Python edge that validates and calls them. Ordering helpers are inlined (_order.pxd).
 extensions = [
-    Extension(
-        "scorer._core",
-        ["scorer/_core.pyx"],
-        extra_compile_args=["-O3"],
-    )
+    Extension(name, [f"scorer/{name.split('.')[1]}.pyx"], extra_compile_args=["-O3"])
+    for name in ("scorer._counts", "scorer._place", "scorer._core")
 ]
 
 setup(

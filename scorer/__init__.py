@@ -11,8 +11,9 @@ import importlib
 from typing import cast
 
 from scorer import _reference
+from scorer.cluster import Cluster
 from scorer.request import Engine
-from scorer.snapshot import Cluster, View
+from scorer.snapshot import View
 
 
 def _load_compiled() -> Engine | None:

@@ -1,10 +1,8 @@
-"""Immutable cluster snapshots and the workload-level placement loop.
+"""A view of one topology (a tree and its free capacity) and the workload-level placement loop.
 
-A `Cluster` is built once per cluster-state generation from the nodes of one TAS flavor.
-It offers two views: ``now`` (Kueue's node set: Ready and uncordoned, free capacity after
-usage) and ``never`` (every matching node, empty, condition taints dropped). A workload's
-PodSets are placed in order, each seeing the capacity the previous ones took, as Kueue's
-``FindTopologyAssignmentsForFlavor`` does.
+A workload's PodSets are placed in order, each seeing the capacity the previous ones took, as
+Kueue's ``FindTopologyAssignmentsForFlavor`` does; the engine places one group at a time and
+this module turns its numbers into Kueue's words. `scorer.cluster.Cluster` holds the two views.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from scorer.model import (
     Assignment,
     DomainAssignment,
     LevelCapacity,
-    Node,
     Placement,
     PodSetRequest,
     Toleration,
@@ -38,7 +35,7 @@ from scorer.request import (
     RawResult,
 )
 from scorer.resolve import ResolvedLevels, resolve
-from scorer.tree import Tree, build_tree, matches_flavor
+from scorer.tree import Tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,62 +263,3 @@ def _groups(pod_sets: Sequence[PodSetRequest]) -> list[_Group]:
             workers, leader = leader, workers
         groups.append(_Group(workers, leader, tuple(members[2:])))
     return groups
-
-
-class Cluster:
-    """One TAS flavor's nodes at one cluster-state generation, with its two views."""
-
-    __slots__ = ("_never", "flavor_tolerations", "generation", "levels", "nodes", "now", "topology_name")
-
-    def __init__(
-        self,
-        topology_name: str,
-        levels: Sequence[str],
-        nodes: Sequence[Node],
-        flavor_tolerations: Sequence[Toleration] = (),
-        generation: int = 0,
-        engine: Engine | None = None,
-    ) -> None:
-        from scorer import default_engine  # noqa: PLC0415 - the package picks the engine
-
-        self.topology_name = topology_name
-        self.levels = tuple(levels)
-        self.nodes = tuple(nodes)
-        self.flavor_tolerations = tuple(flavor_tolerations)
-        self.generation = generation
-        eng = engine or default_engine()
-        schedulable = [n for n in self.nodes if n.schedulable_now]
-        tree, free = build_tree(self.levels, schedulable, drop_condition_taints=False, with_usage=True)
-        self.now = View(topology_name, tree, free, self.flavor_tolerations, eng)
-        self._never = self._derive_never(tree, len(schedulable), eng)
-
-    def _derive_never(self, now_tree: Tree, n_schedulable: int, engine: Engine) -> View:
-        """Reuse the structure when no node is away and no condition taint is set: usually."""
-        same_nodes = n_schedulable == len(self.nodes)
-        if same_nodes and not any(t.is_condition for n in self.nodes for t in n.taints):
-            return View(self.topology_name, now_tree, now_tree.capacity, self.flavor_tolerations, engine)
-        # Schedulable nodes first: where nodes share a hostname, the leaf takes the first one's
-        # path, and it must be the path "now" sees, or "never" could be tighter than "now".
-        ordered = sorted(self.nodes, key=lambda n: not n.schedulable_now)
-        tree, free = build_tree(self.levels, ordered, drop_condition_taints=True, with_usage=False)
-        return View(self.topology_name, tree, free, self.flavor_tolerations, engine)
-
-    @property
-    def never(self) -> View:
-        return self._never
-
-    @classmethod
-    def build(
-        cls,
-        topology_name: str,
-        levels: Sequence[str],
-        nodes: Sequence[Node],
-        flavor_node_labels: Mapping[str, str] | None = None,
-        flavor_tolerations: Sequence[Toleration] = (),
-        generation: int = 0,
-        engine: Engine | None = None,
-    ) -> Cluster:
-        """Keep the nodes the flavor selects and that carry every level label."""
-        labels = flavor_node_labels or {}
-        matching = [n for n in nodes if matches_flavor(n, labels, levels)]
-        return cls(topology_name, levels, matching, flavor_tolerations, generation, engine)

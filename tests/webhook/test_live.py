@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from webhook.live import Mirror, kinds
+from webhook.live import kinds
+from webhook.mirror import Mirror
 from webhook.server import StateHolder
 
 

@@ -1,4 +1,4 @@
-# The compiled engine's contract: flat arrays in, counters per domain, no Python objects.
+# The compiled engine's shared types: flat arrays in, counters per domain, no Python objects.
 # Domain indexes are global (level by level, each level in level-value order), so an
 # index comparison is Kueue's final `levelValues` tie-break.
 
@@ -69,3 +69,13 @@ cdef struct Outcome:
     int64_t* level_max_slices
     int64_t* level_fitting
     int64_t* level_best
+
+
+cdef enum:
+    I32MAX = 2147483647
+    ST_FIT = 0
+    ST_NOT_FIT = 1
+    ST_NO_DOMAINS = 2
+    ST_FAILED = 3
+    EXCL_SELECTOR = 2
+    EXCL_AFFINITY = 3
