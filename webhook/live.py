@@ -7,9 +7,10 @@ exponentially. Kueue CRDs that are not installed are tolerated and retried, not 
 
 The `Mirror` (webhook/mirror.py) is the only writer. It keeps parsed objects, and when
 something placement-relevant changed it builds a new immutable `ClusterState` and publishes
-it by swapping one reference in the `StateHolder`; admission requests never wait for a rebuild. When the API server is
-unreachable the last state keeps serving until it is older than the staleness bound; readiness
-then turns false and reviews are answered per `--on-timeout` (see the README).
+it by swapping one reference in the `StateHolder`; admission requests never wait for a
+rebuild. When the API server is unreachable the last state keeps serving until it is older
+than the staleness bound; readiness then turns false and reviews are answered per
+`--on-timeout` (see the README).
 """
 
 from __future__ import annotations
