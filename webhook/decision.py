@@ -254,7 +254,8 @@ def _never_message(
     spread = TopologyRequest(Mode.PREFERRED, target.topology.levels[0])
     whole = view.place([scorer_request(p, spread)])[0]  # with the PodSet's tolerations and selectors
     total = v.count if whole.fits else whole.fit_count
-    return messages.never_fits(v.name, v.count, summary, level, never, limiting, total)
+    spreads = v.request.mode is not Mode.REQUIRED
+    return messages.never_fits(v.name, v.count, summary, level, never, limiting, total, spreads)
 
 
 def _audit(

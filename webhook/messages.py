@@ -44,9 +44,19 @@ def never_fits(
     never: Placement,
     limiting: str | None,
     whole_topology: int | None,
+    spreads: bool = False,
 ) -> str:
-    """The deny message: the request, the level, the best domain and what it holds, what would fit."""
+    """The deny message: the request, the level, the best domain and what it holds, what would fit.
+
+    ``spreads``: the request may spread over domains (preferred, unconstrained, implied), so
+    only the whole topology's capacity is the limit worth naming.
+    """
     head = f'PodSet "{pod_set}" ({count} pods × {summary})'
+    if spreads and whole_topology is not None:
+        return (
+            f"{head} can never be placed: the whole topology holds only {whole_topology} such pods "
+            f"even when empty; ask for at most {whole_topology}."
+        )
     table = never.levels
     row = _level_row(table, level)
     if row is None or not table:

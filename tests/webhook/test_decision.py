@@ -295,9 +295,10 @@ def test_trainjob_too_big_for_the_cluster_is_denied(
     obj["spec"]["trainer"]["numNodes"] = 40
     d = judge(obj, trainer_state, default_policy)
     assert (d.allowed, d.reason) == (False, "never-fits")
-    assert d.message.startswith('PodSet "node" (40 pods × nvidia.com/gpu: 8) can never fit')
-    assert d.message.endswith(
-        "The whole topology holds only 32 such pods even when empty; ask for at most 32."
+    # Unannotated (implied): Kueue may spread it, so only the whole topology is the limit.
+    assert d.message == (
+        'PodSet "node" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
+        "such pods even when empty; ask for at most 32."
     )
 
 
@@ -718,4 +719,16 @@ def test_whole_topology_count_respects_the_pods_tolerations() -> None:
     assert d.message.endswith(
         "the largest rack holds 2 such pods even when empty (limited by nvidia.com/gpu). "
         "The whole topology holds only 4 such pods even when empty; ask for at most 4."
+    )
+
+
+def test_a_request_that_may_spread_is_denied_by_the_whole_topology(
+    sample_state: ClusterState, none_policy: Policy
+) -> None:
+    # 40 pods x 8 GPUs: the sample cluster has 32 hosts, 2 of them away; empty it holds 32.
+    d = judge(job(40, annotations={PREFERRED: BLOCK}), sample_state, none_policy)
+    assert (d.allowed, d.reason) == (False, "never-fits")
+    assert d.message == (
+        'PodSet "main" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
+        "such pods even when empty; ask for at most 32."
     )
