@@ -44,12 +44,6 @@ class Tree:
     def leaf_path(self, leaf: int) -> tuple[str, ...]:
         return self.paths[self.leaf_offset + leaf]
 
-    def level_of(self, domain: int) -> int:
-        for level in range(len(self.levels)):
-            if domain < self.level_offsets[level + 1]:
-                return level
-        raise IndexError(domain)
-
     def resource_column(self, name: str) -> int:
         """Column of a resource, or -1 when no node of this topology has it."""
         try:

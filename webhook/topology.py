@@ -28,7 +28,6 @@ class Resolution:
     queue: str | None = None
     cluster_queue: str | None = None
     problem: str | None = None  # a Kueue configuration problem, said plainly
-    source: str = "queue"  # queue | policy-default | none
 
 
 def resolve(
@@ -37,7 +36,7 @@ def resolve(
     if queue:
         return _from_queue(state, namespace, queue)
     if default is None:
-        return Resolution((), source="none")
+        return Resolution(())
     return _from_default(state, default)
 
 
@@ -81,11 +80,10 @@ def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
         topology = Topology(default.name or "default", default.levels)
         return Resolution(
             (Target("", topology, state.levels_snapshot(topology.name, topology.levels)),),
-            source="policy-default",
         )
     found = state.topologies.get(default.name)
     if found is None:
         # "checked against this Topology (if it exists)": a cluster without it has no TAS here.
-        return Resolution((), source="policy-default")
+        return Resolution(())
     snapshot = state.levels_snapshot(found.name, found.levels)
-    return Resolution((Target("", found, snapshot),), source="policy-default")
+    return Resolution((Target("", found, snapshot),))
