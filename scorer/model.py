@@ -184,3 +184,7 @@ class Placement:
     # Kueue's own placement would break its assumptions here (it logs an error and admits
     # with an empty assignment): not a verdict tasgate should deny on.
     anomaly: bool = False
+
+    def level_row(self, level: str) -> LevelCapacity | None:
+        """The per-level capacity row of ``level`` (None when the topology lacks it)."""
+        return next((row for row in self.levels if row.level == level), None)

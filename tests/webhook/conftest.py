@@ -19,10 +19,12 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook.cluster import ClusterState, build_state
-from webhook.decision import Decision, PodSetVerdict, Review, decide
-from webhook.policy import Policy, load_policy, parse_policy
-from webhook.sample import sample_objects
+from webhook.decide.decision import decide
+from webhook.decide.policy import Policy, parse_policy
+from webhook.decide.verdicts import Decision, PodSetVerdict, Review
+from webhook.files.policy import load_policy
+from webhook.files.sample import sample_objects
+from webhook.state.cluster import ClusterState, build_state
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 REPO = Path(__file__).resolve().parents[2]
@@ -326,7 +328,7 @@ class Run:
 
 def tasgate(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Run:
     """Run the installed console script (or the module, when the script is not there)."""
-    command = [str(TASGATE)] if TASGATE.exists() else [sys.executable, "-m", "webhook.cli"]
+    command = [str(TASGATE)] if TASGATE.exists() else [sys.executable, "-m", "webhook.cli.main"]
     done = subprocess.run(
         [*command, *args],
         input=stdin,

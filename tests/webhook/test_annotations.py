@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from scorer.model import Mode, SliceLayer, TopologyRequest
-from webhook import annotations as ann
+from webhook.model import annotations as ann
+from webhook.model.podset import topology_request
 
 
 @pytest.mark.parametrize(
@@ -123,16 +124,16 @@ BLOCK, RACK, HOST = "cloud.com/block", "cloud.com/rack", "kubernetes.io/hostname
     ],
 )
 def test_topology_request(annotations: dict[str, str], want: TopologyRequest) -> None:
-    assert ann.topology_request(annotations) == want
+    assert topology_request(annotations) == want
 
 
 def test_topology_request_skips_values_that_are_not_text() -> None:
     annotations: dict[str, Any] = {REQ: 5, PREF: RACK, SIZE: 4, SLICE: HOST}
-    assert ann.topology_request(annotations) == TopologyRequest(mode=Mode.PREFERRED, level=RACK)
+    assert topology_request(annotations) == TopologyRequest(mode=Mode.PREFERRED, level=RACK)
 
 
 def test_topology_request_of_the_upstream_lws_sample() -> None:
     leader = {REQ: "cloud.provider.com/topology-rack", GROUP: "lws-group"}
-    assert ann.topology_request(leader) == TopologyRequest(
+    assert topology_request(leader) == TopologyRequest(
         mode=Mode.REQUIRED, level="cloud.provider.com/topology-rack", group="lws-group"
     )

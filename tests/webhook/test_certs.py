@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from webhook import certs
-from webhook.certs import CertFiles, ca_bundle, client_cert, describe, generate
+from webhook.serve import certs
+from webhook.serve.certs import CertFiles, ca_bundle, client_cert, describe, generate
 
 T = TypeVar("T", bound=x509.ExtensionType)
 DNS = ["tasgate-webhook.tasgate-system.svc", "tasgate-webhook.tasgate-system.svc.cluster.local"]

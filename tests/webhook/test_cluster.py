@@ -20,9 +20,9 @@ from tests.webhook.conftest import (
     policy,
     running_pod,
 )
-from webhook.cluster import ClusterQueue, Flavor, LocalQueue, Topology, build_state, pod_usage
-from webhook.errors import InvalidObject
-from webhook.sample import sample_objects
+from webhook.files.sample import sample_objects
+from webhook.state.cluster import ClusterQueue, Flavor, LocalQueue, Topology, build_state, pod_usage
+from webhook.wire.errors import InvalidObject
 
 
 def usage_of(*pods: dict[str, Any]) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """decide(): one object in, one verdict out — per workload kind, then per verdict.
 
-The sample cluster (webhook.sample) has 2 blocks x 4 racks x 4 hosts of 8-GPU nodes. Empty, a
+The sample cluster (webhook.files.sample) has 2 blocks x 4 racks x 4 hosts of 8-GPU nodes. Empty, a
 rack holds 4 pods of 8 GPUs and a block 16. Now, rack b1-r1 is full, b1-r2 and b2-r1 have no
 whole 8-GPU host free, and b2-r4 has one cordoned and one NotReady host: the best block holds
 10 such pods now (b2: r2 + r3 + two hosts of r4) and the best rack 4.
@@ -45,10 +45,10 @@ from tests.webhook.conftest import (
     shape,
     team_job,
 )
-from webhook.cluster import ClusterState, build_state
-from webhook.messages import WARNING_LIMIT
-from webhook.policy import Policy
-from webhook.sample import sample_objects
+from webhook.decide.messages import WARNING_LIMIT
+from webhook.decide.policy import Policy
+from webhook.files.sample import sample_objects
+from webhook.state.cluster import ClusterState, build_state
 
 # --- one table row per workload kind -------------------------------------------------------------
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from webhook.live import kinds
-from webhook.mirror import Mirror
-from webhook.server import StateHolder
+from webhook.live.mirror import Mirror
+from webhook.live.watch import kinds
+from webhook.state.holder import StateHolder
+
+NAMES = [k.name for k in kinds()]
 
 
 def node(name: str, gpus: int = 8, version: str = "1", ready: str = "True") -> dict[str, Any]:
@@ -49,14 +51,14 @@ def topology() -> dict[str, Any]:
 
 
 def synced_mirror() -> Mirror:
-    mirror = Mirror(StateHolder(), kinds())
+    mirror = Mirror(StateHolder(), NAMES)
     for kind in mirror.watched:
         mirror.replace(kind, [])
     return mirror
 
 
 def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
-    mirror = Mirror(StateHolder(), kinds())
+    mirror = Mirror(StateHolder(), NAMES)
     mirror.replace("nodes", [node("a")])
     mirror.replace("pods", [])
     mirror.replace("namespaces", [])
@@ -121,7 +123,7 @@ def test_kueue_objects_reach_the_state() -> None:
 
 async def test_publisher_swaps_the_state_and_keeps_it_fresh() -> None:
     holder = StateHolder()
-    mirror = Mirror(holder, kinds(), debounce=0.01)
+    mirror = Mirror(holder, NAMES, debounce=0.01)
     task = asyncio.create_task(mirror.publish_forever())
     try:
         for kind in mirror.watched:

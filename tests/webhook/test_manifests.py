@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from webhook.policy import load_policy, parse_policy
+from webhook.decide.policy import parse_policy
+from webhook.files.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,10 +26,10 @@ from tests.webhook.conftest import (
     rule,
     template_meta,
 )
-from webhook.cluster import ClusterState
-from webhook.decision import Decision
-from webhook.patch import Entry, build_patch, escape, pointer
-from webhook.policy import Policy
+from webhook.decide.patch import Entry, build_patch, escape, pointer
+from webhook.decide.policy import Policy
+from webhook.decide.verdicts import Decision
+from webhook.state.cluster import ClusterState
 
 # --- the builder ---------------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.errors import InvalidObject
-from webhook.podrequests import pod_requests
+from webhook.model.podrequests import pod_requests
+from webhook.wire.errors import InvalidObject
 
 GI = 2**30
 MI = 2**20

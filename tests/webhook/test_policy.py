@@ -30,8 +30,7 @@ from tests.webhook.conftest import (
     rule,
     team_job,
 )
-from webhook.cluster import ClusterState, build_state
-from webhook.policy import (
+from webhook.decide.policy import (
     NONE_POLICY,
     DefaultTopology,
     Gang,
@@ -40,10 +39,11 @@ from webhook.policy import (
     Match,
     Policy,
     PolicyError,
-    load_policy,
     parse_policy,
 )
-from webhook.sample import sample_objects
+from webhook.files.policy import load_policy
+from webhook.files.sample import sample_objects
+from webhook.state.cluster import ClusterState, build_state
 
 # --- loading -------------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.errors import InvalidObject
-from webhook.quantity import INT64_MAX, canonical, format_quantity, parse_quantity
+from webhook.model.quantity import INT64_MAX, canonical, format_quantity, parse_quantity
+from webhook.wire.errors import InvalidObject
 
 PATH = "spec.containers[0].resources.requests.cpu"
 

@@ -20,13 +20,16 @@ import pytest
 import yaml
 from aiohttp import ClientSession, TCPConnector
 
-from webhook import certs, server
-from webhook.policy import load_policy
-from webhook.review import Outcome
-from webhook.serve import Endpoint, _serve
-from webhook.server import Settings, StateHolder, create_app
-from webhook.sources import cluster_state
-from webhook.tls import server_context
+from webhook.decide.reasons import Reason
+from webhook.decide.review import Outcome
+from webhook.files.policy import load_policy
+from webhook.files.sample import sample_objects
+from webhook.serve import certs
+from webhook.serve import handlers as server
+from webhook.serve.app import create_app
+from webhook.serve.keys import Settings, StateSource
+from webhook.serve.main import Endpoint, _serve
+from webhook.serve.tls import server_context
 
 ROOT = Path(__file__).resolve().parents[2]
 TASGATE = Path(sys.executable).with_name("tasgate")
@@ -188,14 +191,12 @@ async def test_in_flight_review_finishes_after_sigterm(
     # A decision slow enough to be caught mid-flight is a fault injected on purpose.
     def slow(*args: Any) -> Outcome:
         time.sleep(1.0)
-        return Outcome(True, "fits")
+        return Outcome(True, Reason.FITS)
 
     monkeypatch.setattr(server, "judge", slow)
     files = certs.generate(tmp_path, ["localhost"], ["127.0.0.1"])
-    holder = StateHolder()
-    holder.publish(cluster_state(None))
     audit: list[dict[str, Any]] = []
-    app = create_app(Settings(policy=load_policy("default")), holder, audit.append)
+    app = create_app(Settings(policy=load_policy("default")), audit.append, StateSource(sample_objects()))
     port = free_port()
     serving = asyncio.create_task(
         _serve(app, Endpoint("127.0.0.1", port), server_context(files.cert, files.key), 0)

@@ -16,11 +16,13 @@ import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from webhook import server
-from webhook.policy import load_policy
-from webhook.review import Outcome
-from webhook.server import RUNTIME, Settings, StateHolder, create_app
-from webhook.sources import cluster_state
+from webhook.decide.reasons import Reason
+from webhook.decide.review import Outcome
+from webhook.files.policy import load_policy
+from webhook.files.sample import sample_objects
+from webhook.serve import handlers as server
+from webhook.serve.app import create_app
+from webhook.serve.keys import RUNTIME, STATE, Settings, StateSource
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
@@ -53,12 +55,9 @@ def review(
 class Harness:
     def __init__(self, settings: Settings | None = None, loaded: bool = True) -> None:
         self.audit: list[dict[str, Any]] = []
-        self.holder = StateHolder()
-        if loaded:
-            self.holder.publish(cluster_state(None))
-        self.app = create_app(
-            settings or Settings(policy=load_policy("default")), self.holder, self.audit.append
-        )
+        source = StateSource(objects=sample_objects() if loaded else None, label="sample")
+        self.app = create_app(settings or Settings(policy=load_policy("default")), self.audit.append, source)
+        self.holder = self.app[STATE]
 
 
 @pytest.fixture
@@ -284,7 +283,7 @@ async def test_unknown_workload_kind_is_allowed_untouched_and_said_so(
 def slow_judge(seconds: float) -> Callable[..., Outcome]:
     def judge(*args: Any) -> Outcome:
         time.sleep(seconds)
-        return Outcome(True, "fits")
+        return Outcome(True, Reason.FITS)
 
     return judge
 

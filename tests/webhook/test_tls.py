@@ -21,8 +21,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from webhook.certs import CertFiles, generate
-from webhook.tls import CertReloader, TLSConfigError, server_context
+from webhook.serve.certs import CertFiles, generate
+from webhook.serve.tls import CertReloader, TLSConfigError, server_context
 
 HOST = "tasgate-webhook.tasgate-system.svc"
 TIMEOUT = 10.0

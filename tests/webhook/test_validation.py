@@ -18,9 +18,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.errors import FieldError
-from webhook.validation import owner_min_member_errors, validate_workload
-from webhook.workloads import WorkloadPodSets, extract
+from webhook.model.podset import view_workload
+from webhook.model.workloads import WorkloadPodSets, extract
+from webhook.rules import owner_min_member_errors, validate_workload
+from webhook.wire.errors import FieldError
 
 REQ = "kueue.x-k8s.io/podset-required-topology"
 PREF = "kueue.x-k8s.io/podset-preferred-topology"
@@ -161,7 +162,7 @@ def check(
     has_nodes: Callable[[str], bool] | None = None,
     **kw: Any,
 ) -> list[str]:
-    errors = validate_workload(must_extract(obj, **kw), levels, has_nodes)
+    errors = validate_workload(view_workload(must_extract(obj, **kw)), levels, has_nodes)
     assert all(isinstance(e, FieldError) for e in errors)
     return [str(e) for e in errors]
 
@@ -998,6 +999,6 @@ KEYS = [REQ, PREF, UNC, SLICE, SIZE, CONS, GROUP, OFFSET, VOLCANO]
 )
 def test_never_raises(annotations: dict[str, Any], labels: dict[str, Any]) -> None:
     obj = jobset(rjob("a", annotations, labels=labels), rjob("b", annotations, replicas=3))
-    errors = validate_workload(must_extract(obj), LEVELS, lambda level: level != HOST)
+    errors = validate_workload(view_workload(must_extract(obj)), LEVELS, lambda level: level != HOST)
     assert all(isinstance(e, FieldError) and e.path for e in errors)
     assert len({str(e) for e in errors}) == len(errors)

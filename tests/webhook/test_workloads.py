@@ -13,16 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.errors import BadRequest, InvalidObject
-from webhook.workloads import (
+from webhook.model.paths import Key, field_path
+from webhook.model.workloads import (
     MAX_COUNT,
     WorkloadPodSets,
     extract,
-    field_path,
     is_known_workload,
     unknown_workload_reason,
 )
-from webhook.workloads.base import Key
+from webhook.wire.errors import BadRequest, InvalidObject
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
 GI = 2**30

@@ -1,0 +1,194 @@
+"""The decision path the webhook and `tasgate check` share: one object in, one verdict out.
+
+Pure: no network, no clock, no logging. The steps read in order — find the PodSets, skip what
+is not ours, read each PodSet once (``model.podset``), resolve the topology, validate, plan
+injections and score every flavor (``scoring``), decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from scorer.model import Mode, Placement, TopologyRequest
+from webhook.decide import gang, messages
+from webhook.decide.changes import placement_changed
+from webhook.decide.patch import Entry, build_patch
+from webhook.decide.policy import Policy, Rule
+from webhook.decide.reasons import Reason
+from webhook.decide.scoring import Scored, score_flavors
+from webhook.decide.topology import Resolution, Target, resolve
+from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
+from webhook.model import annotations as ann
+from webhook.model.podset import PodSetView, WorkloadView, view_workload
+from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
+from webhook.rules import validate_workload
+from webhook.state.cluster import ClusterState
+from webhook.wire.errors import FieldError, InvalidObject
+
+
+def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
+    obj = review.obj
+    raw_meta = obj.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    base = Decision(
+        api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")),
+        namespace=str(meta.get("namespace") or review.namespace),
+        name=str(meta.get("name") or meta.get("generateName") or ""),
+        allowed=True,
+        reason=Reason.NOT_A_WORKLOAD,
+        generation=state.generation,
+    )
+    if owned_by_workload(obj):
+        return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
+    exempt = base.namespace in policy.exempt_namespaces
+    try:
+        wl = extract(obj, state.runtimes, base.namespace)
+    except InvalidObject as exc:
+        return _with(base, Reason.EXEMPT) if exempt else _deny(base, Reason.INVALID, str(exc))
+    if wl is None:
+        unknown = unknown_workload_reason(obj)
+        if unknown:
+            note = messages.clip(
+                f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}"
+            )
+            return _with(base, Reason.UNKNOWN_KIND, warnings=(note,))
+        return base
+    if exempt:
+        return _with(base, Reason.EXEMPT)
+    labels = meta.get("labels") or {}
+    if raw_meta is not None and not isinstance(raw_meta, Mapping):
+        return _deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
+    if not isinstance(labels, Mapping):
+        return _deny(base, Reason.INVALID, str(FieldError("metadata.labels", "must be a map of strings")))
+    if wl.unresolved:
+        return _with(base, Reason.UNRESOLVED, warnings=(messages.clip(f"not checked: {wl.unresolved}"),))
+    view = view_workload(wl)
+    if review.old_obj is not None and not placement_changed(review.old_obj, obj, view, state.runtimes):
+        return _with(base, Reason.UNCHANGED)
+    queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
+    resolution = resolve(state, base.namespace, queue, policy.default_topology)
+    base = replace(base, queue=queue, cluster_queue=resolution.cluster_queue)
+    if resolution.problem:
+        warning = messages.clip(f"not checked: {resolution.problem}")
+        return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
+    if not resolution.targets:
+        return _with(base, Reason.NO_TAS)
+    try:
+        return _judge(review, base, view, resolution, state, policy)
+    except InvalidObject as exc:  # a template field the scorer reads (nodeSelector, tolerations …)
+        return _deny(base, Reason.INVALID, str(exc))
+
+
+def _judge(
+    review: Review,
+    base: Decision,
+    view: WorkloadView,
+    resolution: Resolution,
+    state: ClusterState,
+    policy: Policy,
+) -> Decision:
+    wl = view.workload
+    first = resolution.targets[0]
+    errors = validate_workload(view, first.topology.levels, state.level_has_nodes)
+    if errors:
+        return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
+    ns_labels = state.namespaces.get(base.namespace, {})
+    gpus = (
+        sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
+    )
+    rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
+    mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
+    wanted = rule.inject if rule and mutable else None
+    scored, flavors = score_flavors(view.pod_sets, wanted, resolution.targets)
+    base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
+    return _verdict(review, base, view, scored, rule if mutable else None, policy)
+
+
+def _verdict(
+    review: Review, base: Decision, view: WorkloadView, scored: Scored, rule: Rule | None, policy: Policy
+) -> Decision:
+    target = scored.target
+    warnings = [messages.clip(p) for p in scored.plan.problems]
+    denials = []
+    for v, p in zip(scored.verdicts, view.pod_sets, strict=True):
+        never, now = v.never, v.now
+        if never is None or now is None:
+            continue
+        level = v.request.level or target.topology.levels[-1]
+        if not never.fits and not never.anomaly:
+            denials.append(_never_message(v, p, never, level, target, policy))
+        elif never.anomaly:
+            warnings.append(messages.clip(f'PodSet "{v.name}": {never.reason}'))
+        elif not now.fits:
+            warnings.append(messages.waits(p.name, p.count, level, now))
+    if denials:
+        audit = _audit(scored.verdicts, target, Reason.NEVER_FITS)
+        message = " ".join(denials)
+        return replace(
+            base,
+            allowed=False,
+            reason=Reason.NEVER_FITS,
+            message=message,
+            audit=audit,
+            warnings=tuple(warnings),
+        )
+    backend = rule.gang if rule else None
+    wl = view.workload
+    if backend is not None and backend.backend != "none" and wl.groups > 1:
+        # Kueue admits each replica group on its own; one PodGroup across them would hold
+        # admitted groups back for the others.
+        note = f"no gang labels added: its {wl.groups} replica groups are separate gangs"
+        warnings.append(messages.clip(note))
+        backend = None
+    name = gang.group_name(review.obj, review.uid)
+    entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
+    groups = gang.pod_groups(view, backend, base.namespace, entries)
+    reason = Reason.FITS if all_fit_now(scored.verdicts) else Reason.WAITS
+    return replace(
+        base,
+        allowed=True,
+        reason=reason,
+        warnings=tuple(warnings),
+        patch=tuple(build_patch(review.obj, entries)),
+        audit=_audit(scored.verdicts, target, reason),
+        pod_groups=tuple(groups),
+    )
+
+
+def _never_message(
+    v: PodSetVerdict, p: PodSetView, never: Placement, level: str, target: Target, policy: Policy
+) -> str:
+    summary = messages.request_summary(v.requests, policy.gpu_resources)
+    view = target.snapshot.never
+    row = never.level_row(level)
+    best = row.best_domain if row else None
+    limiting = " and ".join(view.limiting_resources(best, v.requests)) if best else None
+    spread = TopologyRequest(Mode.PREFERRED, target.topology.levels[0])
+    whole = view.place([p.scorer_request(spread)])[0]  # with the PodSet's tolerations and selectors
+    total = v.count if whole.fits else whole.fit_count
+    spreads = v.request.mode is not Mode.REQUIRED
+    return messages.never_fits(v.name, v.count, summary, level, never, limiting, total, spreads)
+
+
+def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:
+    levels = sorted({v.request.level or v.request.mode.value for v in verdicts})
+    return {
+        "decision": reason.value,
+        "topology": target.topology.name,
+        "flavor": target.flavor or "policy-default",
+        "level": ",".join(levels),
+        "fits-now": str(all_fit_now(verdicts)).lower(),
+        "fits-never": str(all_fit_when_empty(verdicts)).lower(),
+        "injected": str(any(v.injected for v in verdicts)).lower(),
+    }
+
+
+def _deny(base: Decision, reason: Reason, message: str) -> Decision:
+    return replace(base, allowed=False, reason=reason, message=message, audit={"decision": reason.value})
+
+
+def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
+    return replace(base, reason=reason, warnings=warnings, audit={"decision": reason.value})

@@ -1,0 +1,123 @@
+"""Gang-scheduling labels and the PodGroup objects they need.
+
+A pod labelled for Coscheduling (or annotated for Volcano) whose PodGroup does not exist never
+schedules, so whenever a workload's templates name a group for the policy's backend, the
+decision lists the PodGroup to create: minMember = every pod of the workload, minResources =
+their summed requests. Workloads whose operator makes PodGroups itself are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webhook.decide.patch import Entry
+from webhook.decide.policy import Gang
+from webhook.model import annotations as ann
+from webhook.model.podset import PodSetView, WorkloadView
+from webhook.model.quantity import format_quantity
+from webhook.model.workloads import PodSetTemplate, WorkloadPodSets
+
+COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_API = "scheduling.volcano.sh/v1beta1"
+MAX_NAME = 253
+
+
+def group_name(obj: Mapping[str, Any], uid: str) -> str:
+    """The PodGroup's name: the workload's, or a stable one when only generateName is known.
+
+    Every pod of a Kueue pod group is admitted on its own: they share the group's name, so that
+    they all join the one PodGroup whose minMember counts them all.
+    """
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if obj.get("kind") == "Pod" and isinstance(labels, Mapping) and labels.get(ann.POD_GROUP_NAME_LABEL):
+        return str(labels[ann.POD_GROUP_NAME_LABEL])[:MAX_NAME]
+    if meta.get("name"):
+        return str(meta["name"])[:MAX_NAME]
+    stem = str(meta.get("generateName") or "workload").rstrip("-.") or "workload"
+    suffix = hashlib.sha256((uid or repr(sorted(meta.items()))).encode()).hexdigest()[:8]
+    return f"{stem}-{suffix}"[:MAX_NAME]
+
+
+def gang_entries(view: WorkloadView, gang: Gang | None, name: str) -> list[Entry]:
+    """Label/annotate every template for the backend, unless something already owns the gang."""
+    wl = view.workload
+    if (
+        gang is None
+        or gang.backend == "none"
+        or wl.operator_gang is not None
+        or _any_gang_mark(view.pod_sets)
+    ):
+        return []
+    entries = []
+    for p in members(wl):
+        meta = (*p.template_path, "metadata")
+        if gang.backend == "coscheduling":
+            entries.append(Entry((*meta, "labels"), ann.COSCHEDULING_LABEL, name))
+        else:
+            entries.append(Entry((*meta, "annotations"), ann.VOLCANO_GROUP_ANNOTATION, name))
+    return entries
+
+
+def pod_groups(
+    view: WorkloadView, gang: Gang | None, namespace: str, entries: Sequence[Entry]
+) -> list[dict[str, Any]]:
+    """The PodGroup named by the templates (as written, or as the entries will write them)."""
+    wl = view.workload
+    if gang is None or gang.backend == "none" or wl.operator_gang is not None or not wl.pod_sets:
+        return []
+    key = ann.COSCHEDULING_LABEL if gang.backend == "coscheduling" else ann.VOLCANO_GROUP_ANNOTATION
+    names = {e.value for e in entries if e.key == key}
+    for p in view.pod_sets:
+        found = p.labels.get(key) or p.annotations.get(key)
+        if found:
+            names.add(found)
+    if len(names) != 1:
+        return []
+    return [_pod_group(wl, gang, namespace, names.pop())]
+
+
+def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> dict[str, Any]:
+    total: dict[str, int] = {}
+    count = 0
+    for p in members(wl):
+        count += p.count * wl.groups
+        for resource, amount in p.requests.items():
+            total[resource] = total.get(resource, 0) + amount * p.count * wl.groups
+    spec: dict[str, Any] = {
+        "minMember": count,
+        "minResources": {r: format_quantity(r, v) for r, v in sorted(total.items())},
+    }
+    if gang.backend == "coscheduling":
+        if gang.schedule_timeout_seconds is not None:
+            spec["scheduleTimeoutSeconds"] = gang.schedule_timeout_seconds
+        api = COSCHEDULING_API
+    else:
+        api = VOLCANO_API
+    return {
+        "apiVersion": api,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def members(wl: WorkloadPodSets) -> list[PodSetTemplate]:
+    """The PodSets whose pods join the gang.
+
+    Not a template the object does not hold (RayJob's default submitter), and not a RayJob's
+    submitter at all: KubeRay creates it only once the cluster is up, so counting it in
+    minMember would hold the cluster's pods back forever.
+    """
+    return [
+        p for p in wl.pod_sets if not p.synthesized and not (wl.kind == "RayJob" and p.name == "submitter")
+    ]
+
+
+def _any_gang_mark(pod_sets: Sequence[PodSetView]) -> bool:
+    return any(
+        any(k in p.labels for k in ann.COSCHEDULING_LABELS) or ann.VOLCANO_GROUP_ANNOTATION in p.annotations
+        for p in pod_sets
+    )

@@ -1,0 +1,260 @@
+"""The admission policy a platform team writes: what to inject, for whom, with which gang.
+
+A versioned YAML document (`apiVersion: tasgate.io/v1alpha1`, `kind: AdmissionPolicy`).
+Rules match by namespace (names or a label selector), queue, total pods and total GPUs;
+the first match wins. Every field is checked when the file is loaded, so a typo fails the
+start-up (or `tasgate check`), not an admission request at 3 a.m.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+API_VERSION = "tasgate.io/v1alpha1"
+KIND = "AdmissionPolicy"
+DEFAULT_GPU_RESOURCES = (
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "habana.ai/gaudi",
+    "google.com/tpu",
+)
+MODES = ("required", "preferred", "none")
+BACKENDS = ("coscheduling", "volcano", "none")
+TIGHTEST = "tightest"
+
+
+class PolicyError(Exception):
+    """The policy file is unusable; the message names the field."""
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for key, op, values in self.match_expressions:
+            have = labels.get(key)
+            ok = {
+                "In": have is not None and have in values,
+                "NotIn": have is None or have not in values,
+                "Exists": have is not None,
+                "DoesNotExist": have is None,
+            }[op]
+            if not ok:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Match:
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    queues: tuple[str, ...] = ()
+    min_pods: int = 0
+    max_pods: int | None = None
+    min_gpus: int = 0
+    max_gpus: int | None = None
+
+    def matches(
+        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+    ) -> bool:
+        if self.namespaces and namespace not in self.namespaces:
+            return False
+        if self.namespace_selector is not None and not self.namespace_selector.matches(ns_labels):
+            return False
+        if self.queues and (queue or "") not in self.queues:
+            return False
+        if pods < self.min_pods or (self.max_pods is not None and pods > self.max_pods):
+            return False
+        return gpus >= self.min_gpus and (self.max_gpus is None or gpus <= self.max_gpus)
+
+
+@dataclass(frozen=True)
+class Inject:
+    mode: str = "none"  # required | preferred | none
+    level: str = TIGHTEST  # a level's node label, or "tightest"
+    loosest_level: str | None = None
+    group_leader_workers: bool = False
+
+
+@dataclass(frozen=True)
+class Gang:
+    backend: str = "none"  # coscheduling | volcano | none
+    schedule_timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    match: Match
+    inject: Inject
+    gang: Gang
+
+
+@dataclass(frozen=True)
+class DefaultTopology:
+    name: str = ""
+    levels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    rules: tuple[Rule, ...] = ()
+    exempt_namespaces: tuple[str, ...] = ()
+    default_topology: DefaultTopology | None = None
+    gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+
+    def rule_for(
+        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+    ) -> Rule | None:
+        return next((r for r in self.rules if r.match.matches(namespace, ns_labels, queue, pods, gpus)), None)
+
+
+NONE_POLICY = Policy(name="none")
+
+
+def parse_policy(text: str, source: str) -> Policy:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{source}: not valid YAML: {exc}") from None
+    doc = _map(doc, source)
+    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != KIND:
+        raise PolicyError(f"{source}: expected apiVersion {API_VERSION} and kind {KIND}")
+    spec = _map(doc.get("spec", {}), f"{source}: spec")
+    _only(spec, ("exemptNamespaces", "defaultTopology", "gpuResources", "rules"), f"{source}: spec")
+    rules = [
+        _rule(r, f"{source}: spec.rules[{i}]")
+        for i, r in enumerate(_seq(spec.get("rules", []), f"{source}: spec.rules"))
+    ]
+    default = spec.get("defaultTopology")
+    return Policy(
+        name=str(_map(doc.get("metadata", {}), f"{source}: metadata").get("name", source)),
+        rules=tuple(rules),
+        exempt_namespaces=_strs(spec.get("exemptNamespaces", []), f"{source}: spec.exemptNamespaces"),
+        default_topology=_default_topology(default, f"{source}: spec.defaultTopology") if default else None,
+        gpu_resources=_strs(
+            spec.get("gpuResources", list(DEFAULT_GPU_RESOURCES)), f"{source}: spec.gpuResources"
+        ),
+    )
+
+
+def _rule(raw: object, where: str) -> Rule:
+    spec = _map(raw, where)
+    _only(spec, ("name", "match", "inject", "gang"), where)
+    return Rule(
+        name=str(spec.get("name", where)),
+        match=_match(spec.get("match", {}), f"{where}.match"),
+        inject=_inject(spec.get("inject", {}), f"{where}.inject"),
+        gang=_gang(spec.get("gang", {}), f"{where}.gang"),
+    )
+
+
+def _match(raw: object, where: str) -> Match:
+    m = _map(raw, where)
+    _only(m, ("namespaces", "namespaceSelector", "queues", "minPods", "maxPods", "minGPUs", "maxGPUs"), where)
+    selector = m.get("namespaceSelector")
+    return Match(
+        namespaces=_strs(m.get("namespaces", []), f"{where}.namespaces"),
+        namespace_selector=_selector(selector, f"{where}.namespaceSelector")
+        if selector is not None
+        else None,
+        queues=_strs(m.get("queues", []), f"{where}.queues"),
+        min_pods=_int(m.get("minPods", 0), f"{where}.minPods"),
+        max_pods=_int(m["maxPods"], f"{where}.maxPods") if "maxPods" in m else None,
+        min_gpus=_int(m.get("minGPUs", 0), f"{where}.minGPUs"),
+        max_gpus=_int(m["maxGPUs"], f"{where}.maxGPUs") if "maxGPUs" in m else None,
+    )
+
+
+def _inject(raw: object, where: str) -> Inject:
+    m = _map(raw, where)
+    _only(m, ("mode", "level", "loosestLevel", "groupLeaderWorkers"), where)
+    mode = str(m.get("mode", "none"))
+    if mode not in MODES:
+        raise PolicyError(f"{where}.mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    loosest = m.get("loosestLevel")
+    return Inject(
+        mode=mode,
+        level=str(m.get("level", TIGHTEST)),
+        loosest_level=str(loosest) if loosest is not None else None,
+        group_leader_workers=_bool(m.get("groupLeaderWorkers", False), f"{where}.groupLeaderWorkers"),
+    )
+
+
+def _gang(raw: object, where: str) -> Gang:
+    m = _map(raw, where)
+    _only(m, ("backend", "scheduleTimeoutSeconds"), where)
+    backend = str(m.get("backend", "none"))
+    if backend not in BACKENDS:
+        raise PolicyError(f"{where}.backend: must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    timeout = m.get("scheduleTimeoutSeconds")
+    return Gang(backend, _int(timeout, f"{where}.scheduleTimeoutSeconds") if timeout is not None else None)
+
+
+def _default_topology(raw: object, where: str) -> DefaultTopology:
+    m = _map(raw, where)
+    _only(m, ("name", "levels"), where)
+    levels = _strs(m.get("levels", []), f"{where}.levels")
+    if not m.get("name") and not levels:
+        raise PolicyError(f"{where}: give a Topology name or its levels")
+    return DefaultTopology(str(m.get("name", "")), levels)
+
+
+def _selector(raw: object, where: str) -> LabelSelector:
+    m = _map(raw, where)
+    _only(m, ("matchLabels", "matchExpressions"), where)
+    labels = {str(k): str(v) for k, v in _map(m.get("matchLabels", {}), f"{where}.matchLabels").items()}
+    exprs = []
+    for i, raw_expr in enumerate(_seq(m.get("matchExpressions", []), f"{where}.matchExpressions")):
+        e = _map(raw_expr, f"{where}.matchExpressions[{i}]")
+        op = str(e.get("operator"))
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise PolicyError(f"{where}.matchExpressions[{i}].operator: unsupported operator {op!r}")
+        exprs.append(
+            (str(e.get("key")), op, _strs(e.get("values", []), f"{where}.matchExpressions[{i}].values"))
+        )
+    return LabelSelector(labels, tuple(exprs))
+
+
+def _map(raw: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise PolicyError(f"{where}: must be a mapping")
+    return raw
+
+
+def _seq(raw: object, where: str) -> Sequence[Any]:
+    if not isinstance(raw, list):
+        raise PolicyError(f"{where}: must be a list")
+    return raw
+
+
+def _strs(raw: object, where: str) -> tuple[str, ...]:
+    return tuple(str(x) for x in _seq(raw, where))
+
+
+def _int(raw: object, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise PolicyError(f"{where}: must be a non-negative integer, got {raw!r}")
+    return raw
+
+
+def _bool(raw: object, where: str) -> bool:
+    if not isinstance(raw, bool):
+        raise PolicyError(f"{where}: must be true or false, got {raw!r}")
+    return raw
+
+
+def _only(m: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(m) - set(allowed))
+    if unknown:
+        raise PolicyError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")

@@ -1,0 +1,53 @@
+"""Why a review ended as it did: one closed set of reason codes, each with its meaning.
+
+The codes are what the audit log, the API server's audit annotations, metrics and
+``tasgate check -o json`` carry; the README's table is generated from ``MEANING`` (a test keeps
+the two in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class Reason(StrEnum):
+    FITS = "fits"
+    WAITS = "waits"
+    NEVER_FITS = "never-fits"
+    INVALID = "invalid"
+    MUTATION_MISSING = "mutation-missing"
+    UNCHANGED = "unchanged"
+    SKIPPED_OPERATION = "skipped-operation"
+    EXEMPT = "exempt"
+    OWNED = "owned"
+    NO_TAS = "no-tas"
+    KUEUE_CONFIG = "kueue-config"
+    UNRESOLVED = "unresolved"
+    UNKNOWN_KIND = "unknown-kind"
+    NOT_A_WORKLOAD = "not-a-workload"
+    UNAVAILABLE = "unavailable"
+    INTERNAL_ERROR = "internal-error"
+
+
+MEANING: Mapping[Reason, str] = MappingProxyType(
+    {
+        Reason.FITS: "allowed: every PodSet fits the current free capacity",
+        Reason.WAITS: "allowed with a warning: fits the empty cluster, not the free capacity now",
+        Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
+        Reason.INVALID: "denied: a TAS annotation, gang label or template field is invalid",
+        Reason.MUTATION_MISSING: "denied (validate): the mutation tasgate asked for is not on the object",
+        Reason.UNCHANGED: "allowed: an UPDATE that changes nothing placement depends on",
+        Reason.SKIPPED_OPERATION: "allowed: DELETE, CONNECT or a subresource",
+        Reason.EXEMPT: "allowed: the namespace is exempt by policy",
+        Reason.OWNED: "allowed: a child of a workload kind tasgate judges (judged with its parent)",
+        Reason.NO_TAS: "allowed: no TAS flavor and no policy default topology applies",
+        Reason.KUEUE_CONFIG: "allowed with a warning: the queue's Kueue objects are missing or broken",
+        Reason.UNRESOLVED: "allowed with a warning: the PodSets could not be worked out (TrainJob runtime)",
+        Reason.UNKNOWN_KIND: "allowed with a warning: looks like a workload of a kind tasgate does not read",
+        Reason.NOT_A_WORKLOAD: "allowed: not a workload",
+        Reason.UNAVAILABLE: "per --on-timeout: no fresh state, or the decision overran its budget",
+        Reason.INTERNAL_ERROR: "denied (HTTP 500 in the review): tasgate failed; see its log",
+    }
+)

@@ -1,0 +1,62 @@
+"""From an admission request to an outcome: which operations are judged, and how.
+
+CREATE is decided; UPDATE too, where the decision skips it when nothing placement-relevant
+changed (counts, requests, TAS annotations, gang labels, queue); DELETE, CONNECT and
+subresources pass untouched. The validating endpoint judges the final object and also refuses
+one whose mutation went missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.decide.decision import decide
+from webhook.decide.patch import added_keys
+from webhook.decide.policy import Policy
+from webhook.decide.reasons import Reason
+from webhook.decide.verdicts import Decision, Review
+from webhook.state.cluster import ClusterState
+from webhook.wire.admission import AdmissionRequest
+
+
+@dataclass(frozen=True)
+class Outcome:
+    allowed: bool
+    reason: Reason
+    message: str = ""
+    code: int | None = None
+    warnings: tuple[str, ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()
+    audit: Mapping[str, str] | None = None
+    decision: Decision | None = None
+
+
+def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: bool) -> Outcome:
+    if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or req.obj is None:
+        return Outcome(True, Reason.SKIPPED_OPERATION)
+    old = req.old_obj if req.operation == "UPDATE" else None
+    review = Review(req.obj, req.namespace, req.operation, req.uid, req.dry_run, old)
+    decision = decide(review, state, policy)
+    if decision.reason is Reason.UNCHANGED:
+        return Outcome(True, Reason.UNCHANGED)
+    audit = dict(decision.audit)
+    if not decision.allowed:
+        code = 422 if decision.reason is Reason.INVALID else 403
+        return Outcome(False, decision.reason, decision.message, code, decision.warnings, (), audit, decision)
+    if mutating:
+        return Outcome(True, decision.reason, "", None, decision.warnings, decision.patch, audit, decision)
+    if decision.patch:
+        return _mutation_missing(decision)
+    return Outcome(True, decision.reason, "", None, decision.warnings, (), audit, decision)
+
+
+def _mutation_missing(decision: Decision) -> Outcome:
+    missing = sorted({key for op in decision.patch for key in added_keys(op)})
+    message = (
+        "tasgate's mutation is missing from this object (is the tasgate mutating webhook registered "
+        f"and reached?): expected {', '.join(missing)}"
+    )
+    audit = {"decision": Reason.MUTATION_MISSING.value}
+    return Outcome(False, Reason.MUTATION_MISSING, message, 403, decision.warnings, (), audit, decision)

@@ -1,0 +1,89 @@
+"""Which topology applies to a workload: queue → LocalQueue → ClusterQueue → TAS flavors.
+
+Missing or inconsistent Kueue objects are a `problem` of the resolution, reported as such;
+they are never dressed up as "does not fit".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scorer import Cluster
+from webhook.decide.policy import DefaultTopology
+from webhook.state.cluster import ClusterState, Flavor, Topology
+
+
+@dataclass(frozen=True)
+class Target:
+    """One TAS flavor (or the policy's default topology) a workload could be placed on."""
+
+    flavor: str  # "" for the policy's default topology
+    topology: Topology
+    snapshot: Cluster
+
+
+@dataclass(frozen=True)
+class Resolution:
+    targets: tuple[Target, ...]
+    queue: str | None = None
+    cluster_queue: str | None = None
+    problem: str | None = None  # a Kueue configuration problem, said plainly
+
+
+def resolve(
+    state: ClusterState, namespace: str, queue: str | None, default: DefaultTopology | None
+) -> Resolution:
+    if queue:
+        return _from_queue(state, namespace, queue)
+    if default is None:
+        return Resolution(())
+    return _from_default(state, default)
+
+
+def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
+    lq = state.local_queues.get((namespace, queue))
+    if lq is None:
+        return Resolution((), queue, problem=f'LocalQueue "{namespace}/{queue}" not found')
+    cq = state.cluster_queues.get(lq.cluster_queue)
+    if cq is None:
+        problem = f'ClusterQueue "{lq.cluster_queue}" of LocalQueue "{namespace}/{queue}" not found'
+        return Resolution((), queue, lq.cluster_queue, problem)
+    targets: list[Target] = []
+    problems: list[str] = []
+    for name in cq.flavors:
+        flavor = state.flavors.get(name)
+        if flavor is None:
+            problems.append(f'ResourceFlavor "{name}" of ClusterQueue "{cq.name}" not found')
+            continue
+        target = _flavor_target(state, flavor, problems)
+        if target is not None:
+            targets.append(target)
+    unusable = "; ".join(problems) if problems and not targets else None
+    return Resolution(tuple(targets), queue, cq.name, problem=unusable)
+
+
+def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> Target | None:
+    if flavor.topology_name is None:
+        return None
+    topology = state.topologies.get(flavor.topology_name)
+    if topology is None:
+        problems.append(f'Topology "{flavor.topology_name}" of ResourceFlavor "{flavor.name}" not found')
+        return None
+    if not topology.levels:
+        problems.append(f'Topology "{topology.name}" has no levels')
+        return None
+    return Target(flavor.name, topology, state.flavor_snapshot(flavor, topology))
+
+
+def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
+    if default.levels:
+        topology = Topology(default.name or "default", default.levels)
+        return Resolution(
+            (Target("", topology, state.levels_snapshot(topology.name, topology.levels)),),
+        )
+    found = state.topologies.get(default.name)
+    if found is None:
+        # "checked against this Topology (if it exists)": a cluster without it has no TAS here.
+        return Resolution(())
+    snapshot = state.levels_snapshot(found.name, found.levels)
+    return Resolution((Target("", found, snapshot),))

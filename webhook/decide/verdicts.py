@@ -1,0 +1,81 @@
+"""What a decision says: the plain result types the webhook, the CLI and the audit log read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorer.model import Placement, TopologyRequest
+from webhook.decide.reasons import Reason
+
+
+@dataclass(frozen=True)
+class Review:
+    """The plain input of one decision. ``old_obj`` is set for an UPDATE."""
+
+    obj: Mapping[str, Any]
+    namespace: str = ""
+    operation: str = "CREATE"
+    uid: str = ""
+    dry_run: bool = False
+    old_obj: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PodSetVerdict:
+    name: str
+    count: int
+    requests: Mapping[str, int]
+    request: TopologyRequest
+    injected: bool
+    flavor: str | None = None
+    now: Placement | None = None
+    never: Placement | None = None
+
+    @property
+    def fits_now(self) -> bool:
+        return self.now is not None and self.now.fits
+
+    @property
+    def fits_when_empty(self) -> bool:
+        return self.never is not None and self.never.fits
+
+
+def all_fit_now(verdicts: Sequence[PodSetVerdict]) -> bool:
+    return all(v.fits_now for v in verdicts)
+
+
+def all_fit_when_empty(verdicts: Sequence[PodSetVerdict]) -> bool:
+    return all(v.fits_when_empty for v in verdicts)
+
+
+@dataclass(frozen=True)
+class FlavorVerdict:
+    """How the workload fares on one TAS flavor of its ClusterQueue ("" = policy default)."""
+
+    flavor: str
+    topology: str
+    fits_now: bool
+    fits_never: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    allowed: bool
+    reason: Reason
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+    pod_groups: tuple[dict[str, Any], ...] = ()
+    pod_sets: tuple[PodSetVerdict, ...] = ()
+    topology: str | None = None
+    flavors: tuple[FlavorVerdict, ...] = ()
+    queue: str | None = None
+    cluster_queue: str | None = None
+    generation: int = 0

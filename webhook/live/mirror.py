@@ -1,0 +1,156 @@
+"""The one writer of live cluster state: parsed objects in, immutable states published.
+
+Watch events land here (`replace` after a list, `apply` per event); when something changed,
+`publish_forever` builds a new `ClusterState` and swaps it into the `StateHolder`, so admission
+requests never wait for a rebuild. Node parses are cached by resourceVersion and pod usage is
+kept per pod, so a rebuild is a sum, not a re-parse of the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from scorer import Engine
+from scorer.model import Node
+from webhook.state.cluster import ClusterState, build_state, parse_node, pod_usage
+from webhook.state.holder import StateHolder
+from webhook.wire.errors import InvalidObject
+
+log = logging.getLogger("tasgate.live")
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class Mirror:
+    """Parsed objects per kind; the single writer of the published state."""
+
+    def __init__(
+        self,
+        holder: StateHolder,
+        kinds: Sequence[str],
+        debounce: float = 0.2,
+        engine: Engine | None = None,
+    ) -> None:
+        self.holder = holder
+        self.engine = engine
+        self.watched = frozenset(kinds)
+        self.debounce = debounce
+        self.raw: dict[str, dict[str, Mapping[str, Any]]] = {k: {} for k in kinds}
+        self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
+        self.usage: dict[str, tuple[str, dict[str, int]]] = {}  # pod key -> (node, requests)
+        self.synced: dict[str, float] = {}  # kind -> monotonic time of the last healthy list/watch end
+        self.absent: set[str] = set()
+        self.dirty = asyncio.Event()
+        self.generation = 0
+
+    def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """A fresh list: everything not in it is gone (synthesised deletions)."""
+        self.raw[kind] = {_key(o): o for o in items}
+        if kind == "nodes":
+            self.nodes = {}
+            for o in items:
+                self._node(o)
+        elif kind == "pods":
+            self.usage = {}
+            for o in items:
+                self._pod(o)
+        self.absent.discard(kind)
+        self.healthy(kind)
+        self.dirty.set()
+
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        key = _key(obj)
+        if event == "DELETED":
+            self.raw[kind].pop(key, None)
+            if kind == "nodes":
+                self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None)
+            elif kind == "pods":
+                self.usage.pop(key, None)
+        else:
+            self.raw[kind][key] = obj
+            if kind == "nodes":
+                self._node(obj)
+            elif kind == "pods":
+                self._pod(obj)
+        self.dirty.set()
+
+    def mark_absent(self, kind: str) -> None:
+        if kind not in self.absent:
+            log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
+        self.absent.add(kind)
+        self.raw[kind] = {}
+        self.healthy(kind)
+        self.dirty.set()
+
+    def healthy(self, kind: str) -> None:
+        self.synced[kind] = time.monotonic()
+
+    @property
+    def ready(self) -> bool:
+        return all(k in self.synced for k in self.watched)
+
+    def freshness(self) -> float | None:
+        """When the stalest watched kind was last known good (None before the first sync)."""
+        return min(self.synced.values()) if self.ready else None
+
+    def build(self) -> ClusterState:
+        totals: dict[str, dict[str, int]] = {}
+        for node, requests in self.usage.values():
+            into = totals.setdefault(node, {})
+            for resource, amount in requests.items():
+                into[resource] = into.get(resource, 0) + amount
+        others = [
+            o for kind, objs in self.raw.items() if kind not in ("nodes", "pods") for o in objs.values()
+        ]
+        self.generation += 1
+        nodes = [replace(node, usage=totals.get(name, {})) for name, (_, node) in sorted(self.nodes.items())]
+        return build_state(others, self.generation, self.engine, nodes)
+
+    async def publish_forever(self) -> None:
+        """Rebuild after changes (debounced) and keep the holder's freshness current."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.dirty.wait(), 1.0)
+            fresh = self.freshness()
+            if self.dirty.is_set() and self.ready:
+                await asyncio.sleep(self.debounce)
+                self.dirty.clear()
+                try:
+                    self.holder.publish(self.build())
+                except InvalidObject as exc:
+                    log.error("cluster state not rebuilt: %s", exc)
+            if fresh is not None:
+                self.holder.touch(fresh)
+
+    def _node(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name, version = str(meta.get("name")), str(meta.get("resourceVersion", ""))
+        cached = self.nodes.get(name)
+        if cached is not None and cached[0] == version and version:
+            return
+        try:
+            self.nodes[name] = (version, parse_node(obj, {}))
+        except InvalidObject as exc:
+            log.error("node %s ignored: %s", name, exc)
+            self.nodes.pop(name, None)
+
+    def _pod(self, obj: Mapping[str, Any]) -> None:
+        key = _key(obj)
+        try:
+            found = pod_usage(obj)
+        except InvalidObject as exc:
+            log.error("pod %s ignored: %s", key, exc)
+            found = None
+        if found is None:
+            self.usage.pop(key, None)
+        else:
+            self.usage[key] = found

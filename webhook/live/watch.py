@@ -1,0 +1,177 @@
+"""Live cluster state from the API server: kubernetes-asyncio list+watch, one writer, swaps.
+
+Each kind is listed, then watched from the list's resourceVersion with a server-side timeout
+and a client read timeout (a dead connection cannot hang a watch); a 410 Gone re-lists and
+replaces the kind wholesale, which synthesises the deletions missed meanwhile. Errors back off
+exponentially. Kueue CRDs that are not installed are tolerated and retried, not fatal.
+
+The `Mirror` (``live.mirror``) is the only writer. It keeps parsed objects, and when
+something placement-relevant changed it builds a new immutable `ClusterState` and publishes
+it by swapping one reference in the `StateHolder`; admission requests never wait for a
+rebuild. When the API server is unreachable the last state keeps serving until it is older
+than the staleness bound; readiness then turns false and reviews are answered per
+`--on-timeout` (see the README).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from webhook.live.api import checked
+from webhook.live.mirror import Mirror
+
+log = logging.getLogger("tasgate.live")
+
+LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+KUEUE = "kueue.x-k8s.io"
+
+Lister = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One watched resource: how to list it and whether its absence is tolerated."""
+
+    name: str
+    api_version: str
+    kind: str
+    lister: Callable[[client.ApiClient], Lister]
+    optional: bool = False
+    kwargs: Mapping[str, str] = field(default_factory=dict)
+
+
+def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
+    def custom(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Lister]:
+        def make(api: client.ApiClient) -> Lister:
+            objects = client.CustomObjectsApi(api)
+
+            async def call(**kw: Any) -> Any:
+                return await objects.list_cluster_custom_object(group, version, plural, **kw)
+
+            return call
+
+        return make
+
+    def core(method: str) -> Callable[[client.ApiClient], Lister]:
+        return lambda api: getattr(client.CoreV1Api(api), method)
+
+    kueue = f"{KUEUE}/{kueue_version}"
+    return [
+        Kind("nodes", "v1", "Node", core("list_node")),
+        Kind(
+            "pods",
+            "v1",
+            "Pod",
+            core("list_pod_for_all_namespaces"),
+            kwargs={"field_selector": LIVE_POD_SELECTOR},
+        ),
+        Kind("namespaces", "v1", "Namespace", core("list_namespace")),
+        Kind("topologies", kueue, "Topology", custom(KUEUE, kueue_version, "topologies"), True),
+        Kind(
+            "resourceflavors", kueue, "ResourceFlavor", custom(KUEUE, kueue_version, "resourceflavors"), True
+        ),
+        Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
+        Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
+    ]
+
+
+@dataclass
+class WatchSettings:
+    watch_seconds: int = 240  # server-side timeout of one watch request
+    read_slack: float = 30.0  # client read timeout beyond it: a dead connection cannot hang
+    backoff_max: float = 30.0
+    absent_retry: float = 30.0
+
+
+async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: WatchSettings) -> None:
+    """List, then watch, forever; re-list on 410 Gone; back off on errors."""
+    lister = kind.lister(api)
+    backoff = 0.5
+    while True:
+        try:
+            version: str | None = await _list(lister, kind, mirror)
+            backoff = 0.5
+            while version is not None:
+                version = await _watch(lister, kind, mirror, settings, version)
+        except ApiException as exc:
+            if exc.status == 404 and kind.optional:
+                mirror.mark_absent(kind.name)
+                await asyncio.sleep(settings.absent_retry)
+                continue
+            log.warning("%s: API error %s %s; retrying in %.1fs", kind.name, exc.status, exc.reason, backoff)
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            log.warning("%s: %s: %s; retrying in %.1fs", kind.name, type(exc).__name__, exc, backoff)
+        await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+        backoff = min(backoff * 2, settings.backoff_max)
+
+
+async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
+    response = await checked(await lister(_preload_content=False, **kind.kwargs))
+    body = orjson.loads(await response.read())
+    items = [{"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in body.get("items") or []]
+    mirror.replace(kind.name, items)
+    return str((body.get("metadata") or {}).get("resourceVersion", ""))
+
+
+async def _watch(
+    lister: Lister, kind: Kind, mirror: Mirror, settings: WatchSettings, version: str
+) -> str | None:
+    """One watch request; the next resourceVersion, or None to re-list (410 Gone)."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=10, sock_read=settings.watch_seconds + settings.read_slack
+    )
+    response = await checked(
+        await lister(
+            watch=True,
+            resource_version=version,
+            timeout_seconds=settings.watch_seconds,
+            allow_watch_bookmarks=True,
+            _preload_content=False,
+            _request_timeout=timeout,
+            **kind.kwargs,
+        )
+    )
+    async with response:
+        async for line in _lines(response):
+            event = orjson.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":
+                if obj.get("code") == 410:
+                    log.info("%s: resourceVersion %s expired (410 Gone); re-listing", kind.name, version)
+                    return None
+                raise ApiException(status=obj.get("code", 500), reason=str(obj.get("message")))
+            version = str((obj.get("metadata") or {}).get("resourceVersion", version))
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                mirror.apply(
+                    kind.name, str(event["type"]), {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+                )
+    mirror.healthy(kind.name)
+    return version
+
+
+async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    while True:
+        line = await response.content.readline()
+        if not line:
+            return
+        if line.strip():
+            yield line
+
+
+def start(
+    api: client.ApiClient, watched: Sequence[Kind], mirror: Mirror, settings: WatchSettings
+) -> list[asyncio.Task[None]]:
+    """One list+watch task per kind, and the mirror's publisher."""
+    tasks = [asyncio.create_task(run_kind(api, k, mirror, settings), name=f"watch-{k.name}") for k in watched]
+    tasks.append(asyncio.create_task(mirror.publish_forever(), name="publish"))
+    return tasks

@@ -1,0 +1,149 @@
+"""Per-pod resource requests, computed the way the scheduler and Kueue compute them.
+
+This is the project's one request calculator. It follows Kubernetes ``PodRequests``
+(``k8s.io/component-helpers/resource/helpers.go``) for a pod that has not started yet:
+
+* app containers add up; a resource with a limit but no request counts its limit, because the
+  API server defaults such a request to the limit before anything schedules the pod;
+* init containers run one at a time, so they contribute a maximum, not a sum; restartable init
+  containers (``restartPolicy: Always``, KEP-753 sidecars) keep running, so each adds to the app
+  sum and to every init container started after it;
+* pod-level ``spec.resources`` (KEP-2837) replaces the container total for cpu, memory and
+  hugepages; a pod-level limit stands in only where no container asked for that resource;
+* ``spec.overhead`` is added last.
+
+Amounts are summed exactly and rounded once at the end (``quantity.canonical``), as Kubernetes
+rounds the summed Quantity. Resources that come out as zero are left out. The ``pods: 1`` entry
+is the scorer's business, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from webhook.model.quantity import canonical, parse_quantity
+from webhook.wire.errors import FieldError, InvalidObject
+
+Amounts = dict[str, Fraction]
+
+_POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
+
+
+class _Reader:
+    """Walks a pod spec, collecting every field error so the user sees them all at once."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def mapping(self, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.errors.append(FieldError(f"{path}.{key}", "must be an object"))
+            return {}
+        return value
+
+    def containers(self, spec: Mapping[str, Any], key: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
+        value = spec.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.errors.append(FieldError(f"{path}.{key}", "must be a list of containers"))
+            return []
+        found: list[tuple[str, Mapping[str, Any]]] = []
+        for i, item in enumerate(value):
+            if isinstance(item, Mapping):
+                found.append((f"{path}.{key}[{i}]", item))
+            else:
+                self.errors.append(FieldError(f"{path}.{key}[{i}]", "must be an object"))
+        return found
+
+    def amounts(self, resources: Mapping[str, Any], key: str, path: str) -> Amounts:
+        """Parse ``requests`` or ``limits``; negative amounts are errors, as API validation says."""
+        found: Amounts = {}
+        for name, raw in self.mapping(resources, key, path).items():
+            where = f"{path}.{key}.{name}"
+            try:
+                value = parse_quantity(raw, where)
+            except InvalidObject as exc:
+                self.errors.extend(exc.errors)
+                continue
+            if value < 0:
+                self.errors.append(FieldError(where, f'"{raw}": must be greater than or equal to 0'))
+                continue
+            found[str(name)] = value
+        return found
+
+    def effective_requests(self, container: Mapping[str, Any], path: str) -> Amounts:
+        """A container's requests, with its limits standing in for requests it leaves out."""
+        resources = self.mapping(container, "resources", path)
+        requests = self.amounts(resources, "requests", f"{path}.resources")
+        limits = self.amounts(resources, "limits", f"{path}.resources")
+        return {**limits, **requests}
+
+
+def pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
+    """Canonical per-pod requests (milli-CPU, whole units otherwise), zeros left out.
+
+    ``path`` is the field path of ``pod_spec`` itself, e.g. ``spec.template.spec``; errors name
+    the exact offending field under it. Raises ``InvalidObject`` with every error found.
+    """
+    reader = _Reader()
+    total = _containers_total(reader, pod_spec, path)
+    _apply_pod_level(reader, pod_spec, path, total)
+    _add(total, reader.amounts(pod_spec, "overhead", path))
+    if reader.errors:
+        raise InvalidObject(reader.errors)
+    result = {name: canonical(name, value) for name, value in sorted(total.items())}
+    return {name: amount for name, amount in result.items() if amount != 0}
+
+
+def _containers_total(reader: _Reader, spec: Mapping[str, Any], path: str) -> Amounts:
+    total: Amounts = {}
+    for where, container in reader.containers(spec, "containers", path):
+        _add(total, reader.effective_requests(container, where))
+    sidecars: Amounts = {}
+    init_peak: Amounts = {}
+    for where, container in reader.containers(spec, "initContainers", path):
+        requests = reader.effective_requests(container, where)
+        if container.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            _max(init_peak, sidecars)
+        else:
+            _max(init_peak, _summed(requests, sidecars))
+    _max(total, init_peak)
+    return total
+
+
+def _apply_pod_level(reader: _Reader, spec: Mapping[str, Any], path: str, total: Amounts) -> None:
+    """Pod-level requests override the container total for the resources KEP-2837 covers."""
+    resources = reader.mapping(spec, "resources", path)
+    requests = reader.amounts(resources, "requests", f"{path}.resources")
+    limits = reader.amounts(resources, "limits", f"{path}.resources")
+    for name, value in {**limits, **requests}.items():
+        if not (name in _POD_LEVEL_RESOURCES or name.startswith("hugepages-")):
+            continue
+        if name not in requests and total.get(name, 0) > 0:
+            continue  # only a limit was given, and the containers already ask for this resource
+        total[name] = value
+
+
+def _add(into: Amounts, other: Mapping[str, Fraction]) -> None:
+    for name, value in other.items():
+        into[name] = into.get(name, Fraction(0)) + value
+
+
+def _max(into: Amounts, other: Mapping[str, Fraction]) -> None:
+    for name, value in other.items():
+        if value > into.get(name, Fraction(0)):
+            into[name] = value
+
+
+def _summed(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Amounts:
+    out: Amounts = dict(a)
+    _add(out, b)
+    return out

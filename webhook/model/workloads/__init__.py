@@ -1,0 +1,28 @@
+"""Adapters that find the PodSets Kueue would build for each workload kind.
+
+``extract`` is the entry point; the result types live in ``base``.
+"""
+
+from webhook.model.workloads.base import (
+    MAX_COUNT,
+    PodSetTemplate,
+    RuntimeKey,
+    WorkloadPodSets,
+)
+from webhook.model.workloads.registry import (
+    extract,
+    is_known_workload,
+    owned_by_workload,
+    unknown_workload_reason,
+)
+
+__all__ = [
+    "MAX_COUNT",
+    "PodSetTemplate",
+    "RuntimeKey",
+    "WorkloadPodSets",
+    "extract",
+    "is_known_workload",
+    "owned_by_workload",
+    "unknown_workload_reason",
+]

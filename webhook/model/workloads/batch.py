@@ -1,0 +1,62 @@
+"""batch/v1 Job and v1 Pod (plain pods and Kueue pod groups)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.model.workloads.base import (
+    MAX_COUNT,
+    Context,
+    WorkloadPodSets,
+    count_at,
+    pod_set,
+    string_map,
+    workload,
+)
+from webhook.wire.errors import InvalidObject
+
+POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+DEFAULT_POD_SET_NAME = "main"
+
+
+def job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
+    """One PodSet ``main``: as many pods as run at once, min(parallelism, completions)."""
+    parallelism = count_at(obj, ("spec", "parallelism"), 1)
+    completions = count_at(obj, ("spec", "completions"), parallelism)
+    count = min(parallelism, completions)
+    return workload(obj, ctx, [pod_set(DEFAULT_POD_SET_NAME, count, obj, ("spec", "template"))])
+
+
+def pod(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
+    """A plain pod is PodSet ``main`` of one; a pod group counts its declared total.
+
+    Kueue names a group's PodSets by an 8-character hash of each pod role's scheduling shape and
+    builds them from all the group's pods. One admission request shows one pod, so the group is
+    taken as homogeneous: one PodSet of the total count, named by the pod's
+    ``kueue.x-k8s.io/role-hash`` annotation when present, else ``main``.
+    """
+    if POD_GROUP_NAME_LABEL not in string_map(obj, "labels"):
+        return workload(obj, ctx, [pod_set(DEFAULT_POD_SET_NAME, 1, obj, ())])
+    annotations = string_map(obj, "annotations")
+    count = _group_total_count(annotations)
+    name = str(annotations.get(ROLE_HASH_ANNOTATION) or DEFAULT_POD_SET_NAME)
+    return workload(obj, ctx, [pod_set(name, count, obj, ())])
+
+
+def _group_total_count(annotations: Mapping[str, Any]) -> int:
+    path = f"metadata.annotations[{POD_GROUP_TOTAL_COUNT_ANNOTATION}]"
+    raw = annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
+    if raw is None:
+        raise InvalidObject.at(
+            path, f"a pod with the {POD_GROUP_NAME_LABEL} label needs it", "Required value"
+        )
+    try:
+        total = int(str(raw).strip())
+    except ValueError:
+        raise InvalidObject.at(path, f'"{raw}": must be an integer') from None
+    if not 1 <= total <= MAX_COUNT:
+        raise InvalidObject.at(path, f'"{raw}": must be between 1 and {MAX_COUNT}')
+    return total

@@ -1,0 +1,89 @@
+"""ray.io/v1 RayCluster and RayJob.
+
+PodSets: ``head`` (1), then one per worker group named by its lower-cased ``groupName`` with
+``replicas`` (Kueue reads a missing value as 1) times ``numOfHosts``. A RayJob in ``K8sJobMode``
+(KubeRay's default) adds a last PodSet ``submitter`` for the submitter Job's pod; without
+``submitterPodTemplate`` Kueue assumes KubeRay's default submitter, reproduced here. A RayJob that
+targets an existing cluster via ``clusterSelector`` is not managed by Kueue at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.model.paths import Path, field_path
+from webhook.model.workloads.base import (
+    Context,
+    PodSetTemplate,
+    WorkloadPodSets,
+    checked_count,
+    count_at,
+    list_at,
+    lookup,
+    pod_set,
+    pod_set_from,
+    string_map,
+    workload,
+)
+from webhook.wire.errors import InvalidObject
+
+SCHEDULER_LABEL = "ray.io/scheduler-name"
+SUBMITTER_PATH: Path = ("spec", "submitterPodTemplate")
+
+
+def ray_cluster(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
+    """PodSets of a RayCluster."""
+    return workload(obj, ctx, cluster_pod_sets(obj, ("spec",)), operator_gang=_operator_gang(obj))
+
+
+def ray_job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
+    """PodSets of a RayJob: its cluster's, plus the submitter in K8sJobMode."""
+    if lookup(obj, ("spec", "clusterSelector"), required=False):
+        reason = "spec.clusterSelector: the job runs on an existing RayCluster; Kueue does not manage it"
+        return workload(obj, ctx, [], unresolved=reason)
+    pod_sets = cluster_pod_sets(obj, ("spec", "rayClusterSpec"))
+    if (lookup(obj, ("spec", "submissionMode"), required=False) or "K8sJobMode") == "K8sJobMode":
+        pod_sets.append(_submitter(obj, pod_sets[0]))
+    return workload(obj, ctx, pod_sets, operator_gang=_operator_gang(obj))
+
+
+def cluster_pod_sets(obj: Mapping[str, Any], spec_path: Path) -> list[PodSetTemplate]:
+    """``head`` then each worker group, in ``workerGroupSpecs`` order."""
+    pod_sets = [pod_set("head", 1, obj, (*spec_path, "headGroupSpec", "template"))]
+    groups_path: Path = (*spec_path, "workerGroupSpecs")
+    for i in range(len(list_at(obj, groups_path, required=False))):
+        pod_sets.append(_worker_group(obj, (*groups_path, i)))
+    return pod_sets
+
+
+def _worker_group(obj: Mapping[str, Any], group_path: Path) -> PodSetTemplate:
+    name = lookup(obj, (*group_path, "groupName"))
+    if not isinstance(name, str) or not name:
+        raise InvalidObject.at(
+            field_path((*group_path, "groupName")), f"{name!r}: must be a non-empty string"
+        )
+    replicas = count_at(obj, (*group_path, "replicas"), 1)
+    hosts = count_at(obj, (*group_path, "numOfHosts"), 1)
+    count = checked_count(replicas * max(hosts, 1), (*group_path, "replicas"))
+    return pod_set(name.lower(), count, obj, (*group_path, "template"))
+
+
+def _submitter(obj: Mapping[str, Any], head: PodSetTemplate) -> PodSetTemplate:
+    if lookup(obj, SUBMITTER_PATH, required=False) is not None:
+        return pod_set("submitter", 1, obj, SUBMITTER_PATH)
+    containers = head.template.get("spec", {}).get("containers") or [{}]
+    image = containers[0].get("image", "") if isinstance(containers[0], Mapping) else ""
+    return pod_set_from("submitter", 1, default_submitter(str(image)), SUBMITTER_PATH, synthesized=True)
+
+
+def default_submitter(image: str) -> Mapping[str, Any]:
+    """KubeRay's default submitter pod, as Kueue copies it (ray-operator common/job.go)."""
+    resources = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}
+    container = {"name": "ray-job-submitter", "image": image, "resources": resources}
+    return {"spec": {"containers": [container], "restartPolicy": "Never"}}
+
+
+def _operator_gang(obj: Mapping[str, Any]) -> str | None:
+    """KubeRay creates a Volcano PodGroup itself when its batch scheduler label says volcano."""
+    return "volcano" if string_map(obj, "labels").get(SCHEDULER_LABEL) == "volcano" else None

@@ -1,0 +1,132 @@
+"""tasgate's own topology checks: what Kueue cannot know at admission time, tasgate can.
+
+Kueue's webhook sees only the annotations. tasgate also knows the Topology's levels (coarsest
+first) and which nodes the workload's flavor selects, so it rejects requests that could never be
+placed: a level the Topology does not have, a level no matching node carries, a slice size that
+leaves a partial slice, a slice level coarser than the PodSet's own level, constraint layers out
+of coarse-to-fine order, and spellings of "true" other than ``true``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from webhook.model.annotations import (
+    PODSET_PREFERRED_TOPOLOGY,
+    PODSET_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY,
+    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
+    PODSET_SLICE_SIZE,
+    PODSET_UNCONSTRAINED_TOPOLOGY,
+)
+from webhook.model.constraints import Layer
+from webhook.model.gosyntax import UNSUPPORTED, error, go_quote, invalid, parse_bool, parse_int
+from webhook.model.podset import PodSetView
+from webhook.rules.labelnames import label_key_errors
+from webhook.wire.errors import FieldError
+
+LevelHasNodes = Callable[[str], bool]
+
+
+class Levels:
+    """The Topology's levels (coarsest first) and node coverage; each level is asked about once."""
+
+    def __init__(self, levels: Sequence[str] | None, has_nodes: LevelHasNodes | None) -> None:
+        self.order = {level: i for i, level in enumerate(levels)} if levels is not None else None
+        self.listing = ", ".join(go_quote(level) for level in levels) if levels is not None else ""
+        self.has_nodes = has_nodes
+        self._covered: dict[str, bool] = {}
+
+    def check(self, value: str, path: str) -> list[FieldError]:
+        """Errors for one requested level: unknown to the Topology, or on no matching node."""
+        if label_key_errors(value):
+            return []  # Kueue already reports a malformed label name
+        if self.order is not None and value not in self.order:
+            detail = f"supported values: {self.listing}" if self.listing else "the Topology has no levels"
+            return [error(UNSUPPORTED, path, f"not a level of the Topology; {detail}", value)]
+        if self.has_nodes is None:
+            return []
+        if value not in self._covered:
+            self._covered[value] = bool(self.has_nodes(value))
+        if self._covered[value]:
+            return []
+        detail = "no node this workload can run on carries this label, so the pods could never be placed"
+        return [invalid(path, value, detail)]
+
+    def coarser(self, value: str, than: str) -> bool:
+        """Whether level ``value`` sits above ``than`` (both known levels)."""
+        if self.order is None or value not in self.order or than not in self.order:
+            return False
+        return self.order[value] < self.order[than]
+
+
+def validate_topology(view: PodSetView, known: Levels) -> list[FieldError]:
+    """tasgate's topology rules for one PodSet, over annotations Kueue's rules also read."""
+    ann, at = view.annotations, view.annotation_path
+    errors: list[FieldError] = []
+    for name in (PODSET_REQUIRED_TOPOLOGY, PODSET_PREFERRED_TOPOLOGY, PODSET_SLICE_REQUIRED_TOPOLOGY):
+        if name in ann:
+            errors += known.check(ann[name], at(name))
+
+    mode_name = PODSET_REQUIRED_TOPOLOGY if PODSET_REQUIRED_TOPOLOGY in ann else PODSET_PREFERRED_TOPOLOGY
+    level = ann.get(mode_name)
+    mode = "required" if mode_name == PODSET_REQUIRED_TOPOLOGY else "preferred"
+    slice_level = ann.get(PODSET_SLICE_REQUIRED_TOPOLOGY)
+    if level is not None and slice_level is not None and known.coarser(slice_level, level):
+        errors.append(invalid(at(PODSET_SLICE_REQUIRED_TOPOLOGY), slice_level, _coarser(mode, level)))
+
+    size = parse_int(ann.get(PODSET_SLICE_SIZE, ""))
+    if slice_level is not None and size is not None and 1 <= size <= view.count and view.count % size:
+        errors.append(invalid(at(PODSET_SLICE_SIZE), ann[PODSET_SLICE_SIZE], _partial(view.count, size)))
+
+    if view.constraints is not None and view.constraints.usable:
+        errors += _layers(view, view.constraints.layers, known, mode, level)
+    errors += _unconstrained(view)
+    return errors
+
+
+def _layers(
+    view: PodSetView, layers: Sequence[Layer], known: Levels, mode: str, level: str | None
+) -> list[FieldError]:
+    path = view.annotation_path(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
+    errors: list[FieldError] = []
+    for i, layer in enumerate(layers):
+        at = f"{path}[{i}].topology"
+        errors += known.check(layer.topology, at)
+        if level is not None and known.coarser(layer.topology, level):
+            errors.append(invalid(at, layer.topology, _coarser(mode, level)))
+        elif i and known.coarser(layer.topology, layers[i - 1].topology):
+            detail = (
+                f"is coarser than the layer before it ({go_quote(layers[i - 1].topology)}); "
+                "layers go from the coarsest level to the finest"
+            )
+            errors.append(invalid(at, layer.topology, detail))
+    first = layers[0].size
+    if 1 <= first <= view.count and view.count % first:
+        errors.append(invalid(f"{path}[0].size", first, _partial(view.count, first)))
+    return errors
+
+
+def _coarser(mode: str, level: str) -> str:
+    return (
+        f"is coarser than the pod set's {mode} level {go_quote(level)}; a slice must fit inside one "
+        f"{go_quote(level)} domain, so use that level or a finer one"
+    )
+
+
+def _partial(count: int, size: int) -> str:
+    return (
+        f"must evenly divide the pod set count {count}; slices of {size} would leave "
+        f"a last slice of only {count % size} pod(s)"
+    )
+
+
+def _unconstrained(view: PodSetView) -> list[FieldError]:
+    value = view.annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY)
+    parsed = parse_bool(value) if value is not None else None
+    if value is None or parsed is None or value == "true":
+        return []  # absent, exactly "true", or already reported by Kueue's boolean check
+    detail = 'must be exactly "true"'
+    if not parsed:
+        detail += "; a false value does not turn topology-aware scheduling off, remove the annotation instead"
+    return [invalid(view.annotation_path(PODSET_UNCONSTRAINED_TOPOLOGY), value, detail)]

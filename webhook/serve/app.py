@@ -1,0 +1,121 @@
+"""The one app factory: every route and every background task of `tasgate serve` is wired here.
+
+State lives in the ``web.AppKey``s of ``serve.keys``; background work runs as ``cleanup_ctx``
+generators: the decision thread pool, certificate reload, and in live mode the API client, the
+list+watch mirror that publishes cluster states, and the PodGroup creator. Tests build the very
+app production runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from aiohttp import web
+
+import scorer
+from webhook.live import podgroups, watch
+from webhook.live.api import api_client
+from webhook.live.mirror import Mirror
+from webhook.serve import handlers
+from webhook.serve.keys import (
+    API,
+    AUDIT,
+    EXECUTOR,
+    METRICS,
+    PODGROUPS,
+    RELOADER,
+    RUNTIME,
+    SETTINGS,
+    STATE,
+    AuditSink,
+    Runtime,
+    Settings,
+    StateSource,
+)
+from webhook.serve.metrics import Metrics
+from webhook.serve.tls import CertReloader
+from webhook.state.cluster import build_state
+from webhook.state.holder import StateHolder
+
+log = logging.getLogger("tasgate")
+
+
+def create_app(
+    settings: Settings, audit: AuditSink, source: StateSource, reloader: CertReloader | None = None
+) -> web.Application:
+    app = web.Application(client_max_size=settings.max_body_bytes)
+    holder = StateHolder(source="live" if source.live else source.label)
+    app[SETTINGS], app[STATE], app[AUDIT] = settings, holder, audit
+    app[METRICS] = Metrics(lambda: (holder.current, holder.age()))
+    engine = app[METRICS].timed(scorer.default_engine())  # passed to every state built
+    if source.objects is not None:
+        holder.publish(build_state(source.objects, 1, engine))
+    app[RUNTIME] = Runtime()
+    app[RUNTIME].idle.set()
+    app.cleanup_ctx.append(_executor)
+    if reloader is not None:
+        app[RELOADER] = reloader
+        app.cleanup_ctx.append(_cert_poller(settings.cert_poll_seconds))
+    if source.live:
+        app.cleanup_ctx.append(_live(source, engine))
+    app.router.add_post("/mutate", handlers.mutate)
+    app.router.add_post("/validate", handlers.validate)
+    app.router.add_get("/healthz", handlers.healthz)
+    app.router.add_get("/readyz", handlers.readyz)
+    app.router.add_get("/metrics", handlers.metrics)
+    return app
+
+
+async def _executor(app: web.Application) -> AsyncIterator[None]:
+    app[EXECUTOR] = ThreadPoolExecutor(app[SETTINGS].decision_threads, thread_name_prefix="decide")
+    yield
+    app[EXECUTOR].shutdown(wait=True, cancel_futures=False)
+
+
+def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def poll(app: web.Application) -> AsyncIterator[None]:
+        reloader, m = app[RELOADER], app[METRICS]
+
+        def reloaded(fingerprint: str) -> None:
+            m.cert_reloads.inc()
+            log.info("serving certificate reloaded fingerprint=%s", fingerprint[:16])
+
+        def failed(error: Exception) -> None:
+            log.warning("serving certificate reload failed: %s", error)
+
+        task = asyncio.create_task(reloader.run(interval, on_reload=reloaded, on_error=failed))
+        yield
+        await _stop([task])
+
+    return poll
+
+
+def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Application], AsyncIterator[None]]:
+    """Watch the API server into the state holder, and create PodGroups for admitted gangs."""
+
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        api = await api_client(source.kubeconfig)
+        app[API] = api
+        kinds = watch.kinds()
+        mirror = Mirror(app[STATE], [k.name for k in kinds], engine=engine)
+        counter = app[METRICS].podgroups
+        creator = podgroups.Creator(api, lambda result: counter.labels(result).inc())
+        app[PODGROUPS] = creator
+        tasks = watch.start(api, kinds, mirror, source.watch)
+        tasks.append(asyncio.create_task(creator.run(), name="podgroups"))
+        yield
+        await _stop(tasks)
+        await api.close()
+
+    return ctx
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.gather(*tasks, return_exceptions=True)

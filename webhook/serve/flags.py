@@ -1,0 +1,80 @@
+"""`tasgate serve`'s flags: every one has an environment variable (`TASGATE_<FLAG>`), so a
+Deployment can configure it either way."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    def env(name: str, default: str | None = None) -> str | None:
+        return os.environ.get(f"TASGATE_{name}", default)
+
+    parser.add_argument("--host", default=env("HOST", "127.0.0.1"), help="listen address [TASGATE_HOST]")
+    parser.add_argument("--port", type=int, default=int(env("PORT", "8443") or 8443), help="[TASGATE_PORT]")
+    parser.add_argument(
+        "--cert-file", default=env("CERT_FILE"), help="serving certificate PEM [TASGATE_CERT_FILE]"
+    )
+    parser.add_argument("--key-file", default=env("KEY_FILE"), help="its private key PEM [TASGATE_KEY_FILE]")
+    parser.add_argument(
+        "--cluster",
+        action="append",
+        default=_list(env("CLUSTER")),
+        help="static cluster dump (file or dir, repeatable); default: the sample cluster "
+        "[TASGATE_CLUSTER, comma-separated]",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=env("KUBECONFIG_PATH"),
+        help="live mode: watch this cluster's API server [TASGATE_KUBECONFIG_PATH]",
+    )
+    parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=env("IN_CLUSTER", "") in ("1", "true"),
+        help="live mode with the pod's service account [TASGATE_IN_CLUSTER]",
+    )
+    parser.add_argument(
+        "--policy", default=env("POLICY", "default"), help="policy file, default or none [TASGATE_POLICY]"
+    )
+    parser.add_argument(
+        "--on-timeout",
+        choices=("allow", "deny"),
+        default=env("ON_TIMEOUT", "allow"),
+        help="answer when a decision cannot be made in time or the state is stale [TASGATE_ON_TIMEOUT]",
+    )
+    parser.add_argument(
+        "--stale-after",
+        type=float,
+        default=float(env("STALE_AFTER", "-1") or -1),
+        help="seconds until the cluster state counts as stale; 0 = never; "
+        "default 120 live, never static [TASGATE_STALE_AFTER]",
+    )
+    parser.add_argument(
+        "--allow-reference-scorer",
+        action="store_true",
+        default=env("ALLOW_REFERENCE_SCORER", "") in ("1", "true"),
+        help="report ready even on the pure-Python scorer [TASGATE_ALLOW_REFERENCE_SCORER]",
+    )
+    parser.add_argument(
+        "--cert-poll-seconds",
+        type=float,
+        default=float(env("CERT_POLL_SECONDS", "10") or 10),
+        help="how often certificate files are checked for rotation [TASGATE_CERT_POLL_SECONDS]",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=float(env("DRAIN_SECONDS", "0") or 0),
+        help="after SIGTERM, how long to stay up unready before closing [TASGATE_DRAIN_SECONDS]",
+    )
+    parser.add_argument(
+        "--dev-cert-dir",
+        default=env("DEV_CERT_DIR"),
+        help="where development certificates are written when none are given [TASGATE_DEV_CERT_DIR]",
+    )
+
+
+def _list(raw: str | None) -> list[str] | None:
+    return [p for p in raw.split(",") if p] if raw else None

@@ -1,0 +1,185 @@
+"""The routes: handlers only move bytes.
+
+``wire.admission`` parses, ``decide.review.judge`` decides (in a thread, so a slow decision never
+blocks /healthz), ``audit`` and ``metrics`` record. A broken request is an HTTP-level answer; a
+bad object is a denial inside a well-formed AdmissionReview.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+import scorer
+from webhook.decide.reasons import Reason
+from webhook.decide.review import Outcome, judge
+from webhook.live.podgroups import Intent
+from webhook.serve.audit import audit_record
+from webhook.serve.keys import (
+    AUDIT,
+    EXECUTOR,
+    METRICS,
+    PODGROUPS,
+    RELOADER,
+    RUNTIME,
+    SETTINGS,
+    STATE,
+    Settings,
+)
+from webhook.wire.admission import AdmissionRequest, MalformedReview, parse_review, parse_timeout
+from webhook.wire.admission import review_response as respond
+
+log = logging.getLogger("tasgate")
+
+
+async def mutate(request: web.Request) -> web.Response:
+    return await _review(request, "mutate")
+
+
+async def validate(request: web.Request) -> web.Response:
+    return await _review(request, "validate")
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    problems = readiness_problems(request.app)
+    if problems:
+        return web.Response(status=503, text="not ready: " + "; ".join(problems))
+    return web.Response(text="ok")
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def readiness_problems(app: web.Application) -> list[str]:
+    settings, holder = app[SETTINGS], app[STATE]
+    problems = []
+    if app[RUNTIME].draining:
+        problems.append("draining")
+    if holder.current is None:
+        problems.append("cluster state not loaded")
+    age = holder.age()
+    if settings.stale_after and age is not None and age > settings.stale_after:
+        problems.append(f"cluster state is {age:.0f}s old (limit {settings.stale_after:.0f}s)")
+    if scorer.IMPLEMENTATION != "compiled" and not settings.allow_reference_scorer:
+        problems.append(
+            "compiled scorer not active (pure-Python twin in use; --allow-reference-scorer to accept)"
+        )
+    reloader = app.get(RELOADER)
+    if reloader is not None and not reloader.loaded:
+        problems.append("serving certificate not loaded")
+    return problems
+
+
+async def _review(request: web.Request, endpoint: str) -> web.Response:
+    started = time.perf_counter_ns()
+    runtime = request.app[RUNTIME]
+    runtime.in_flight += 1
+    runtime.idle.clear()
+    try:
+        return await _answer(request, endpoint, started)
+    finally:
+        runtime.in_flight -= 1
+        if runtime.in_flight == 0:
+            runtime.idle.set()
+
+
+async def _answer(request: web.Request, endpoint: str, started: int) -> web.Response:
+    app = request.app
+    try:
+        req = parse_review(await request.read())
+    except MalformedReview as exc:
+        app[METRICS].errors.labels("malformed").inc()
+        if exc.uid:
+            return _json(respond(exc.uid, False, code=400, message=f"malformed AdmissionReview: {exc}"))
+        return web.json_response({"error": f"malformed AdmissionReview: {exc}"}, status=400)
+    budget = parse_timeout(request.query.get("timeout")) * app[SETTINGS].timeout_margin
+    outcome = await _decide(app, req, endpoint, budget)
+    latency_us = (time.perf_counter_ns() - started) // 1000
+    _record(app, req, outcome, endpoint, latency_us)
+    if endpoint == "validate":
+        _hand_over_pod_groups(app, req, outcome)
+    body = respond(
+        req.uid,
+        outcome.allowed,
+        code=outcome.code if not outcome.allowed else None,
+        message=outcome.message,
+        warnings=outcome.warnings,
+        patch=outcome.patch if endpoint == "mutate" else (),
+        audit=outcome.audit,
+    )
+    return _json(body)
+
+
+async def _decide(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Outcome:
+    holder, settings = app[STATE], app[SETTINGS]
+    state = holder.current
+    if state is None:
+        return _unavailable(settings, "cluster state not loaded yet")
+    age = holder.age()
+    if settings.stale_after and age is not None and age > settings.stale_after:
+        return _unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
+    loop = asyncio.get_running_loop()
+    call = loop.run_in_executor(app[EXECUTOR], judge, req, state, settings.policy, endpoint == "mutate")
+    try:
+        return await asyncio.wait_for(call, budget)
+    except TimeoutError:
+        app[METRICS].errors.labels("timeout").inc()
+        return _unavailable(settings, f"decision overran {budget:.1f}s")
+    except Exception:
+        app[METRICS].errors.labels("exception").inc()
+        log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
+        return Outcome(False, Reason.INTERNAL_ERROR, "tasgate failed to decide; see its log", 500)
+
+
+def _unavailable(settings: Settings, why: str) -> Outcome:
+    """The answer when tasgate cannot judge: the policy's documented choice, said plainly."""
+    if settings.on_timeout == "deny":
+        return Outcome(False, Reason.UNAVAILABLE, f"tasgate could not decide: {why}", 503)
+    return Outcome(True, Reason.UNAVAILABLE, "", None, (f"tasgate did not check this workload: {why}",))
+
+
+def _record(
+    app: web.Application, req: AdmissionRequest, outcome: Outcome, endpoint: str, latency_us: int
+) -> None:
+    d = outcome.decision
+    state = app[STATE].current
+    app[AUDIT](audit_record(req, outcome, endpoint, latency_us, state.generation if state else None))
+    m = app[METRICS]
+    m.decision_seconds.labels(endpoint).observe(latency_us / 1e6)
+    m.requests.labels(
+        endpoint,
+        req.operation,
+        req.kind,
+        "allow" if outcome.allowed else "deny",
+        outcome.reason.value,
+        (d.cluster_queue if d else None) or "",
+        (d.queue if d else None) or "",
+        req.namespace,
+    ).inc()
+
+
+def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: Outcome) -> None:
+    """An admitted, persisted-to-be workload gets its PodGroups (live mode; never on dry-run)."""
+    creator, d = app.get(PODGROUPS), outcome.decision
+    if creator is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
+        return
+    name = str(((req.obj or {}).get("metadata") or {}).get("name") or req.name)
+    creator.submit(
+        Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name, d.pod_groups)
+    )
+
+
+def _json(body: dict[str, Any]) -> web.Response:
+    return web.Response(body=orjson.dumps(body), content_type="application/json")

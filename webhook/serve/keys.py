@@ -1,0 +1,73 @@
+"""What the app holds: its configuration, its typed ``web.AppKey``s, and its mutable runtime.
+
+A leaf module: the app factory, the handlers and the start-up code all import it, and it
+imports none of them, so no edge module has to reach into another for shared state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient
+
+from webhook.decide.policy import Policy
+from webhook.live.podgroups import Creator
+from webhook.live.watch import WatchSettings
+from webhook.serve.metrics import Metrics
+from webhook.serve.tls import CertReloader
+from webhook.state.holder import StateHolder
+from webhook.wire.admission import MAX_BODY_BYTES
+
+AuditSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    policy: Policy
+    on_timeout: str = "allow"  # allow | deny: the answer when a decision overruns the API server's timeout
+    stale_after: float = 0.0  # seconds; 0 = a static state never goes stale
+    allow_reference_scorer: bool = False
+    max_body_bytes: int = MAX_BODY_BYTES
+    decision_threads: int = 4
+    timeout_margin: float = 0.8  # share of the API server's timeout a decision may use
+    cert_poll_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class StateSource:
+    """Where cluster state comes from: parsed dump objects (static), or the API server (live).
+
+    With neither, the state is never loaded (the server stays unready): what tests of that
+    path use. ``kubeconfig`` None with ``live`` set means the pod's in-cluster service account.
+    """
+
+    objects: Sequence[Mapping[str, Any]] | None = None
+    label: str = "static"
+    live: bool = False
+    kubeconfig: str | None = None
+    watch: WatchSettings = field(default_factory=WatchSettings)
+
+
+@dataclass
+class Runtime:
+    """Mutable serving state: draining flag and in-flight count, for readiness and SIGTERM."""
+
+    draining: bool = False
+    in_flight: int = 0
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+SETTINGS = web.AppKey("settings", Settings)
+STATE = web.AppKey("state", StateHolder)
+METRICS = web.AppKey("metrics", Metrics)
+AUDIT: web.AppKey[AuditSink] = web.AppKey("audit")
+RUNTIME = web.AppKey("runtime", Runtime)
+EXECUTOR = web.AppKey("executor", ThreadPoolExecutor)
+RELOADER = web.AppKey("reloader", CertReloader)
+API = web.AppKey("api", ApiClient)  # live mode only
+PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only

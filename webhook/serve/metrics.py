@@ -1,0 +1,148 @@
+"""Prometheus metrics, labelled to join with Kueue's (`cluster_queue`, `local_queue`, `namespace`).
+
+Request metrics are updated per review; topology gauges are computed on scrape from the
+current cluster state, once per state generation.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+import scorer
+from scorer.request import Engine, GroupRequest, RawResult
+from scorer.tree import Tree
+from webhook.state.cluster import ClusterState
+
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class Metrics:
+    def __init__(self, state: Callable[[], tuple[ClusterState | None, float | None]]) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "tasgate_admission_requests",
+            "Admission reviews answered, by endpoint, operation, kind and decision.",
+            [
+                "endpoint",
+                "operation",
+                "kind",
+                "decision",
+                "reason",
+                "cluster_queue",
+                "local_queue",
+                "namespace",
+            ],
+            registry=self.registry,
+        )
+        self.decision_seconds = Histogram(
+            "tasgate_decision_duration_seconds",
+            "Time to decide one review, parse to response.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.scorer_seconds = Histogram(
+            "tasgate_scorer_duration_seconds",
+            "Time in the placement engine per PodSet (group) placement.",
+            ["implementation"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "tasgate_errors", "Unexpected errors and timeouts.", ["kind"], registry=self.registry
+        )
+        self.podgroups = Counter(
+            "tasgate_podgroups", "PodGroup creations by result.", ["result"], registry=self.registry
+        )
+        self.cert_reloads = Counter(
+            "tasgate_certificate_reloads", "Serving certificate reloads.", registry=self.registry
+        )
+        self.info = Gauge(
+            "tasgate_scorer_info", "The active placement engine.", ["implementation"], registry=self.registry
+        )
+        self.info.labels(scorer.IMPLEMENTATION).set(1)
+        self.registry.register(_TopologyCollector(state))
+
+    def timed(self, engine: Engine) -> Engine:
+        """Wrap an engine so every placement is observed in the scorer histogram."""
+        return _TimedEngine(engine, self.scorer_seconds.labels(engine.NAME))
+
+
+class _TimedEngine:
+    def __init__(self, engine: Engine, histogram: Any) -> None:
+        self.NAME = engine.NAME
+        self._engine = engine
+        self._histogram = histogram
+
+    def place_group(self, tree: Tree, free: array[int], request: GroupRequest) -> RawResult:
+        with self._histogram.time():
+            return self._engine.place_group(tree, free, request)
+
+
+class _TopologyCollector(Collector):
+    """Nodes and domains per level, the largest free domain per level and resource, state age."""
+
+    def __init__(self, state: Callable[[], tuple[ClusterState | None, float | None]]) -> None:
+        self._state = state
+        self._cache: tuple[int, list[GaugeMetricFamily]] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        current, age = self._state()
+        yield GaugeMetricFamily(
+            "tasgate_cluster_snapshot_age_seconds", "Age of the cluster state.", value=age or 0.0
+        )
+        if current is None:
+            return
+        if self._cache is None or self._cache[0] != current.generation:
+            self._cache = (current.generation, _topology_families(current))
+        yield from self._cache[1]
+
+
+def _topology_families(state: ClusterState) -> list[GaugeMetricFamily]:
+    nodes = GaugeMetricFamily(
+        "tasgate_topology_nodes", "Schedulable nodes per TAS flavor.", labels=["topology", "flavor"]
+    )
+    domains = GaugeMetricFamily(
+        "tasgate_topology_domains", "Domains per level.", labels=["topology", "flavor", "level"]
+    )
+    largest = GaugeMetricFamily(
+        "tasgate_largest_free_domain",
+        "Free amount of a resource in the freest single domain of a level (cpu in millicores).",
+        labels=["topology", "flavor", "level", "resource"],
+    )
+    for flavor in state.flavors.values():
+        topology = state.topologies.get(flavor.topology_name or "")
+        if topology is None or not topology.levels:
+            continue
+        cluster = state.flavor_snapshot(flavor, topology)
+        view, tree = cluster.now, cluster.now.tree
+        nodes.add_metric([topology.name, flavor.name], sum(1 for n in cluster.nodes if n.schedulable_now))
+        for level, name in enumerate(tree.levels):
+            count = tree.level_offsets[level + 1] - tree.level_offsets[level]
+            domains.add_metric([topology.name, flavor.name, name], count)
+        for (level, resource), amount in _largest_free(tree, view.free).items():
+            largest.add_metric([topology.name, flavor.name, tree.levels[level], resource], amount)
+    return [nodes, domains, largest]
+
+
+def _largest_free(tree: Tree, free: array[int]) -> dict[tuple[int, str], int]:
+    width = len(tree.resources)
+    sums: dict[tuple[int, tuple[str, ...], int], int] = {}
+    for leaf in range(tree.n_leaves):
+        path = tree.leaf_path(leaf)
+        for col in range(width):
+            amount = max(free[leaf * width + col], 0)
+            for level in range(len(tree.levels)):
+                key = (level, path[: level + 1], col)
+                sums[key] = sums.get(key, 0) + amount
+    best: dict[tuple[int, str], int] = {}
+    for (level, _, col), amount in sums.items():
+        name = (level, tree.resources[col])
+        best[name] = max(best.get(name, 0), amount)
+    return best

@@ -1,0 +1,136 @@
+"""admission.k8s.io/v1 on the wire: parse an AdmissionReview, build its response.
+
+Pure functions over bytes and dicts; the aiohttp handlers only move bytes in and out. A body
+that is not a usable AdmissionReview raises `MalformedReview`, which carries the request uid
+when one could be read, so the caller can still answer with an AdmissionReview.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from webhook.wire.errors import BadRequest
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+MAX_BODY_BYTES = 7 * 1024 * 1024  # an UPDATE carries two objects; etcd's limit is 1.5 MiB each
+
+
+class MalformedReview(BadRequest):
+    """The body is not a usable AdmissionReview; ``uid`` is set when one could be read."""
+
+    def __init__(self, message: str, uid: str = "") -> None:
+        super().__init__(message)
+        self.uid = uid
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    uid: str
+    kind: str
+    group: str
+    version: str
+    resource: str
+    sub_resource: str
+    operation: str
+    namespace: str
+    name: str
+    obj: Mapping[str, Any] | None
+    old_obj: Mapping[str, Any] | None
+    user: str
+    dry_run: bool
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedReview(f"body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise MalformedReview("body is not a JSON object")
+    req = doc.get("request")
+    uid = str(req.get("uid") or "") if isinstance(req, dict) and isinstance(req.get("uid"), str) else ""
+    if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
+        raise MalformedReview(f"expected apiVersion {API_VERSION} and kind {KIND}", uid)
+    if not isinstance(req, dict):
+        raise MalformedReview("AdmissionReview has no request", uid)
+    return _request(req, uid)
+
+
+def _request(req: dict[str, Any], uid: str) -> AdmissionRequest:
+    if not uid:
+        raise MalformedReview("request.uid is missing")
+    operation = req.get("operation")
+    if operation not in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+        raise MalformedReview(
+            f"request.operation {operation!r} is not CREATE, UPDATE, DELETE or CONNECT", uid
+        )
+    obj, old = req.get("object"), req.get("oldObject")
+    if operation in ("CREATE", "UPDATE") and not isinstance(obj, dict):
+        raise MalformedReview("request.object is missing or not an object", uid)
+    kind, user, resource = _obj(req.get("kind")), _obj(req.get("userInfo")), _obj(req.get("resource"))
+    return AdmissionRequest(
+        uid=uid,
+        kind=str(kind.get("kind", "")),
+        group=str(kind.get("group", "")),
+        version=str(kind.get("version", "")),
+        resource=str(resource.get("resource", "")),
+        sub_resource=str(req.get("subResource") or ""),
+        operation=str(operation),
+        namespace=str(req.get("namespace") or ""),
+        name=str(req.get("name") or ""),
+        obj=obj if isinstance(obj, dict) else None,
+        old_obj=old if isinstance(old, dict) else None,
+        user=str(user.get("username", "")),
+        dry_run=bool(req.get("dryRun", False)),
+    )
+
+
+def _obj(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def review_response(
+    uid: str,
+    allowed: bool,
+    *,
+    code: int | None = None,
+    message: str = "",
+    warnings: Sequence[str] = (),
+    patch: Sequence[Mapping[str, Any]] = (),
+    audit: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The AdmissionReview answer; a patch only when there is one (validating never sends one)."""
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if not allowed or message:
+        response["status"] = {"code": code or (403 if not allowed else 200), "message": message}
+        if not allowed:
+            response["status"]["reason"] = "Forbidden" if (code or 403) == 403 else "Invalid"
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(list(patch))).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    if audit:
+        response["auditAnnotations"] = dict(audit)
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def parse_timeout(raw: str | None, default: float = 10.0) -> float:
+    """The API server's ``?timeout=10s`` (Go duration; seconds or a whole 'm'), else default."""
+    if not raw:
+        return default
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0}
+    for suffix in ("ms", "s", "m"):
+        if raw.endswith(suffix):
+            try:
+                value = float(raw[: -len(suffix)]) * units[suffix]
+            except ValueError:
+                return default
+            return value if 0 < value <= 60 else default
+    return default
