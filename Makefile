@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check scorer webhook tests bench e2e
 	$(VENV)/bin/ruff format --check scorer webhook tests bench e2e
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json

@@ -13,15 +13,23 @@ from libc.stdlib cimport calloc, free as cfree, malloc
 from scorer._place cimport run
 from scorer._types cimport ST_FIT, ST_NOT_FIT, Outcome, Request, State, Tree
 
-from scorer.request import RawResult
+from scorer.request import EngineError, RawResult
 
 NAME = "compiled"
+cdef int _scratch_override = 0
+
+
+def _set_scratch_capacity(int capacity):
+    """Tests only: lower the limit the overflow guard checks (the lists keep their size), so
+    the guard can be seen to fire; a valid tree never reaches it. 0 restores the real limit."""
+    global _scratch_override
+    _scratch_override = capacity
 
 # ---------------------------------------------------------------- the Python edge
 
 def _check(bint ok, str message):
     if not ok:
-        raise ValueError(f"scorer._core.place_group: {message}")
+        raise EngineError(f"scorer._core.place_group: {message}")
 
 
 cdef bint _ranges_ok(const int32_t[::1] start, const int32_t[::1] end, const int32_t[::1] taint_class,
@@ -137,7 +145,7 @@ def place_group(tree, free, req):
 
 cdef bint _allocate(State* s, Outcome* o, int n, int n_levels, int n_classes, int n_req, int n_layers) noexcept:
     cdef int cap = 2 * n + 16
-    s.cap = cap
+    s.cap = _scratch_override if 0 < _scratch_override < cap else cap  # the guard's limit only
     s.st = <int64_t*>calloc(n + 1, sizeof(int64_t))
     s.swl = <int64_t*>calloc(n + 1, sizeof(int64_t))
     s.sl = <int64_t*>calloc(n + 1, sizeof(int64_t))

@@ -10,6 +10,8 @@ from scorer._counts cimport aggregate, fill_leaves, level_table
 from scorer._order cimport best_fit, leader_domain, sort_domains
 from scorer._types cimport ST_FAILED, ST_FIT, ST_NO_DOMAINS, ST_NOT_FIT, Outcome, Request, State, Tree
 
+from scorer.request import EngineError
+
 
 cdef int64_t slices_in_subtree(const Tree* t, const State* s, int32_t d, int level, int target,
                                int64_t size) noexcept nogil:
@@ -171,8 +173,16 @@ cdef int update_counts(State* s, const int32_t* inp, int n, int64_t count, int64
     return -1
 
 
-cdef int descend(const Tree* t, const Request* r, State* s, int fit_level, int n_fit, Outcome* o) noexcept nogil:
-    """Walk from the fit domains (in s.b) down to the leaves; the leaves end in o.final."""
+cdef int _overflow(int need, int cap) except -2 nogil:
+    with gil:
+        raise EngineError(f"scorer._core: working buffer overflow ({need} domains, room for {cap})")
+
+
+cdef int descend(const Tree* t, const Request* r, State* s, int fit_level, int n_fit, Outcome* o) except -2 nogil:
+    """Walk from the fit domains (in s.b) down to the leaves; the leaves end in o.final.
+
+    -1 is Kueue's "code assumptions violated" (from update_counts); a buffer that would
+    overflow raises EngineError instead, so it can never pass for a placement."""
     cdef int32_t* cur = s.c
     cdef int32_t* nxt = s.b
     cdef int32_t* swap
@@ -190,7 +200,7 @@ cdef int descend(const Tree* t, const Request* r, State* s, int fit_level, int n
             d = cur[j]
             for c in range(t.child_start[d], t.child_end[d]):
                 if n_kids >= s.cap:
-                    return -1
+                    return _overflow(n_kids + 1, s.cap)
                 s.a[n_kids] = c
                 n_kids += 1
         sort_domains(s, s.a, n_kids, False)
@@ -215,7 +225,7 @@ cdef int descend(const Tree* t, const Request* r, State* s, int fit_level, int n
                     s.sl[c] = s.st[c] // size
                     s.slwl[c] = s.swl[c] // size
             if n_next + n_kids > s.cap:
-                return -1
+                return _overflow(n_next + n_kids, s.cap)
             part = update_counts(s, s.a, n_kids, s.st[d], s.ld[d], size, size > 1, nxt + n_next)
             if part < 0:
                 return -1
@@ -231,21 +241,22 @@ cdef int descend(const Tree* t, const Request* r, State* s, int fit_level, int n
     return n_cur
 
 
-cdef void run(const Tree* t, const Request* r, State* s, const int64_t* free, Outcome* o) noexcept nogil:
+cdef int run(const Tree* t, const Request* r, State* s, const int64_t* free, Outcome* o) except -1 nogil:
     cdef int n_fit, n_final
     fill_leaves(t, r, s, free, o)
     aggregate(t, r, s)
     level_table(t, r, s, o)
     n_fit = find_level(t, r, s, o)
     if n_fit < 0:
-        return
+        return 0
     n_final = descend(t, r, s, o.level, n_fit, o)
     if n_final < 0:
         o.status = ST_FAILED
-        return
+        return 0
     o.status = ST_FIT
     o.n_final = n_final
     sort_indexes(s, o.final, n_final)
+    return 0
 
 
 cdef void sort_indexes(State* s, int32_t* xs, int n) noexcept nogil:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scorer.engines import default_engine
 from scorer.model import Node, Toleration
 from scorer.request import Engine
 from scorer.snapshot import View
@@ -29,8 +30,6 @@ class Cluster:
         generation: int = 0,
         engine: Engine | None = None,
     ) -> None:
-        from scorer import default_engine  # noqa: PLC0415 - the package picks the engine
-
         self.topology_name = topology_name
         self.levels = tuple(levels)
         self.nodes = tuple(nodes)

@@ -18,6 +18,14 @@ STATUS_NOT_FIT = 1
 STATUS_NO_DOMAINS = 2
 STATUS_FAILED = 3  # Kueue's "code assumptions violated": it assigns nothing
 
+
+class EngineError(RuntimeError):
+    """The engine itself failed (a working buffer overflowed, an invariant of its input broke).
+
+    Never a placement: the caller must treat it as an internal error, not as "does not fit".
+    """
+
+
 EXCLUDED_NONE = 0
 EXCLUDED_SELECTOR = 2
 EXCLUDED_AFFINITY = 3

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scorer
-from scorer import Cluster
-from scorer.model import Node, PodSetRequest, TopologyRequest
+from scorer import Cluster, EngineError
+from scorer.model import HOSTNAME_LABEL as HOST
+from scorer.model import Mode, Node, PodSetRequest, TopologyRequest
 from scorer.request import GroupRequest
 from tests.scorer.strategies import Scenario, gpu_scenarios, scenarios
 
@@ -56,5 +57,23 @@ def test_engine_rejects_inconsistent_arrays(engine: str) -> None:
             check_nodes=False,
             class_excluded=array("b", [0]),
         )
-        with pytest.raises(ValueError, match="out of range"):
+        with pytest.raises(EngineError, match="out of range"):
             ENGINES["compiled"].place_group(view.tree, view.free, bad)
+
+
+def test_a_scratch_overflow_is_an_engine_error_never_a_placement() -> None:
+    """The compiled core's buffer guard raises; it used to reuse Kueue's "assumptions violated"
+    status, which the decision admits with a warning."""
+    from scorer import _core  # noqa: PLC0415 - the compiled module itself, for its test hook
+
+    nodes = [Node(f"n{i}", {"rack": f"r{i % 4}", HOST: f"n{i}"}, {"pods": 1}) for i in range(16)]
+    cluster = Cluster.build("t", ("rack", HOST), nodes, engine=ENGINES["compiled"])
+    request = PodSetRequest("p", 8, {}, TopologyRequest(Mode.PREFERRED, "rack"))
+    assert cluster.now.place([request])[0].fits
+    _core._set_scratch_capacity(2)
+    try:
+        with pytest.raises(EngineError, match="working buffer overflow"):
+            cluster.now.place([request])
+    finally:
+        _core._set_scratch_capacity(0)
+    assert cluster.now.place([request])[0].fits

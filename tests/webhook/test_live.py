@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.watch import kinds
-from webhook.state.holder import StateHolder
 
 NAMES = [k.name for k in kinds()]
 

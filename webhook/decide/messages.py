@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scorer.model import HOSTNAME_LABEL, PODS, LevelCapacity, Placement
+from scorer.model import HOSTNAME_LABEL, PODS, Placement
 from webhook.model.quantity import format_quantity
 
 WARNING_LIMIT = 120
@@ -32,10 +32,6 @@ def request_summary(requests: Mapping[str, int], gpu_resources: Sequence[str]) -
     return ", ".join(f"{r}: {format_quantity(r, requests[r])}" for r in sorted(names))
 
 
-def _level_row(table: Sequence[LevelCapacity], level: str) -> LevelCapacity | None:
-    return next((row for row in table if row.level == level), None)
-
-
 def never_fits(
     pod_set: str,
     count: int,
@@ -58,7 +54,7 @@ def never_fits(
             f"even when empty; ask for at most {whole_topology}."
         )
     table = never.levels
-    row = _level_row(table, level)
+    row = never.level_row(level)
     if row is None or not table:
         return f"{head} can never be placed: {never.reason}"
     unit = "such pods" if never.unit == "pod" else "slices"
@@ -85,7 +81,7 @@ def never_fits(
 
 def waits(pod_set: str, count: int, level: str, now: Placement) -> str:
     """A warning (≤120 chars): fits the empty cluster, not the current free capacity."""
-    row = _level_row(now.levels, level)
+    row = now.level_row(level)
     free = row.max_pods if row else now.fit_count
     missing = max(count - free, 0)
     text = (

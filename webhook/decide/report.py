@@ -77,20 +77,23 @@ def _assignment_json(a: Assignment | None) -> list[dict[str, Any]]:
 
 
 def _levels_json(v: PodSetVerdict) -> list[dict[str, Any]]:
-    now = {row.level: row for row in (v.now.levels if v.now else ())}
-    never = {row.level: row for row in (v.never.levels if v.never else ())}
-    return [
-        {
-            "level": level,
-            "nowMaxPods": now[level].max_pods if level in now else 0,
-            "neverMaxPods": never[level].max_pods if level in never else 0,
-            "nowBestDomain": list(now[level].best_domain or ()) if level in now else [],
-            "neverBestDomain": list(never[level].best_domain or ()) if level in never else [],
-            "domains": never[level].domains if level in never else 0,
-            "neverFittingDomains": never[level].fitting_domains if level in never else 0,
-        }
-        for level in never or now
-    ]
+    table = v.never if v.never and v.never.levels else v.now
+    rows = []
+    for level in (row.level for row in table.levels) if table else ():
+        now = v.now.level_row(level) if v.now else None
+        never = v.never.level_row(level) if v.never else None
+        rows.append(
+            {
+                "level": level,
+                "nowMaxPods": now.max_pods if now else 0,
+                "neverMaxPods": never.max_pods if never else 0,
+                "nowBestDomain": list(now.best_domain or ()) if now else [],
+                "neverBestDomain": list(never.best_domain or ()) if never else [],
+                "domains": never.domains if never else 0,
+                "neverFittingDomains": never.fitting_domains if never else 0,
+            }
+        )
+    return rows
 
 
 def decision_text(d: Decision) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 
 from scorer import Engine
 from scorer.model import Node
+from webhook.live.holder import StateHolder
 from webhook.state.cluster import ClusterState, build_state, parse_node, pod_usage
-from webhook.state.holder import StateHolder
 from webhook.wire.errors import InvalidObject
 
 log = logging.getLogger("tasgate.live")

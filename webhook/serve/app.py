@@ -19,6 +19,7 @@ from aiohttp import web
 import scorer
 from webhook.live import podgroups, watch
 from webhook.live.api import api_client
+from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.serve import handlers
 from webhook.serve.keys import (
@@ -39,7 +40,6 @@ from webhook.serve.keys import (
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
 from webhook.state.cluster import build_state
-from webhook.state.holder import StateHolder
 
 log = logging.getLogger("tasgate")
 

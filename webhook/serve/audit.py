@@ -26,9 +26,8 @@ def audit_record(
     pod_sets = []
     for v in d.pod_sets if d else ():
         level = v.request.level or ""
-        best = next(
-            (row.best_domain for row in (v.never.levels if v.never else ()) if row.level == level), None
-        )
+        row = v.never.level_row(level) if v.never else None
+        best = row.best_domain if row else None
         pod_sets.append(
             {
                 "name": v.name,

@@ -16,11 +16,11 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
 from webhook.decide.policy import Policy
+from webhook.live.holder import StateHolder
 from webhook.live.podgroups import Creator
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
-from webhook.state.holder import StateHolder
 from webhook.wire.admission import MAX_BODY_BYTES
 
 AuditSink = Callable[[dict[str, Any]], None]

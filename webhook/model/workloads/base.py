@@ -189,3 +189,11 @@ def string_map(obj: Mapping[str, Any], key: str) -> Mapping[str, str]:
     """``labels`` or ``annotations`` of an object or template, ``{}`` when absent or malformed."""
     value = metadata(obj).get(key)
     return value if isinstance(value, Mapping) else MappingProxyType({})
+
+
+def job_name(root: Mapping[str, Any], job_path: Path) -> str:
+    """A JobSet replicated job's ``name`` (JobSet and TrainJob runtimes both read it)."""
+    name = lookup(root, (*job_path, "name"))
+    if not isinstance(name, str) or not name:
+        raise InvalidObject.at(field_path((*job_path, "name")), f"{name!r}: must be a non-empty string")
+    return name

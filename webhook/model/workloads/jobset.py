@@ -5,20 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.model.paths import Path, field_path
+from webhook.model.paths import Path
 from webhook.model.workloads.base import (
     Context,
     PodSetTemplate,
     WorkloadPodSets,
     checked_count,
     count_at,
+    job_name,
     list_at,
-    lookup,
     mapping_at,
     pod_set,
     workload,
 )
-from webhook.wire.errors import InvalidObject
 
 
 def jobset(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
@@ -43,10 +42,3 @@ def pods_per_replica(root: Mapping[str, Any], job_spec_path: Path) -> int:
     """Pods one Job runs at once: parallelism (default 1), capped by completions when set."""
     parallelism = count_at(root, (*job_spec_path, "parallelism"), 1)
     return min(parallelism, count_at(root, (*job_spec_path, "completions"), parallelism))
-
-
-def job_name(root: Mapping[str, Any], job_path: Path) -> str:
-    name = lookup(root, (*job_path, "name"))
-    if not isinstance(name, str) or not name:
-        raise InvalidObject.at(field_path((*job_path, "name")), f"{name!r}: must be a non-empty string")
-    return name

@@ -30,6 +30,7 @@ from webhook.model.workloads.base import (
     RuntimeKey,
     WorkloadPodSets,
     count_at,
+    job_name,
     list_at,
     lookup,
     mapping_at,
@@ -38,7 +39,6 @@ from webhook.model.workloads.base import (
     string_map,
     workload,
 )
-from webhook.model.workloads.jobset import job_name
 from webhook.wire.errors import InvalidObject
 
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
