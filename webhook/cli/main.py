@@ -14,8 +14,10 @@ from pathlib import Path
 import orjson
 import yaml
 
+from scorer import EngineError
 from webhook.decide.decision import decide
 from webhook.decide.policy import PolicyError
+from webhook.decide.reasons import Reason
 from webhook.decide.report import decision_json, decision_text
 from webhook.decide.verdicts import Decision, Review
 from webhook.files.loader import LoadError, load
@@ -43,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc))
     except (InvalidObject, BadRequest) as exc:
         return _fail(f"bad cluster state: {exc}")
+    except EngineError as exc:  # an internal error, never a verdict
+        return _fail(f"internal error: {exc}")
     except BrokenPipeError:
         return EXIT_OK
     return code
@@ -107,7 +111,7 @@ def _check(args: argparse.Namespace) -> int:
     decisions: list[Decision] = []
     for doc in load(args.filename):
         decision = decide(Review(doc.obj, namespace=args.namespace), state, policy)
-        if decision.reason != "not-a-workload":
+        if decision.reason is not Reason.NOT_A_WORKLOAD:
             decisions.append(decision)
     if args.output == "json":
         sys.stdout.write(

@@ -51,3 +51,9 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.INTERNAL_ERROR: "denied (HTTP 500 in the review): tasgate failed; see its log",
     }
 )
+
+
+def reason_table() -> str:
+    """The README's table of reason codes, from ``MEANING``."""
+    rows = [f"| `{reason.value}` | {MEANING[reason]} |" for reason in Reason]
+    return "\n".join(["| reason | meaning |", "|---|---|", *rows])

@@ -20,12 +20,9 @@ written first (the torn state is then "key ahead", never a certificate without i
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as dt
 import ipaddress
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +32,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from webhook.serve.pemfiles import SigningKey, read, read_certs, write_atomic, write_pair
 
 MIN_DAYS = 1
 MAX_DAYS = 3650
@@ -46,8 +45,6 @@ _MAX_DNS_LENGTH = 253
 _MAX_NAME_ATTRIBUTE = 64  # RFC 5280 upper bound for CN and O
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.IGNORECASE | re.ASCII)
 _FILE_STEM = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-
-SigningKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
 
 @dataclass(frozen=True)
@@ -100,25 +97,25 @@ def generate(
         ca_key: SigningKey = ec.generate_private_key(ec.SECP256R1())
         ca_name = [x509.NameAttribute(NameOID.COMMON_NAME, "tasgate webhook CA")]
         ca_cert = _sign(ca_name, ca_key, None, ca_key, _days_from_now(CA_DAYS), [])
-        ca_cert_path, ca_key_path = _write_pair(out_dir, "ca", ca_cert, ca_key)
+        ca_cert_path, ca_key_path = write_pair(out_dir, "ca", ca_cert, ca_key)
     else:
         ca_cert, ca_key, ca_pem = _load_ca(Path(ca[0]), Path(ca[1]))
         ca_cert_path, ca_key_path = out_dir / "ca.crt", Path(ca[1])
         out_dir.mkdir(parents=True, exist_ok=True)
         if not (ca_cert_path.exists() and ca_cert_path.samefile(ca[0])):
-            _write_atomic(ca_cert_path, ca_pem, 0o644)
+            write_atomic(ca_cert_path, ca_pem, 0o644)
     fitting = [n for n in [*names, *map(str, addresses)] if len(n) <= _MAX_NAME_ATTRIBUTE]
     subject = [x509.NameAttribute(NameOID.COMMON_NAME, (fitting or ["tasgate"])[0])]
     sans = x509.SubjectAlternativeName([*map(x509.DNSName, names), *map(x509.IPAddress, addresses)])
     key = ec.generate_private_key(ec.SECP256R1())
     eku = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH])
     cert = _sign(subject, key, ca_cert, ca_key, _days_from_now(days), [eku, sans])
-    return CertFiles(ca_cert_path, ca_key_path, *_write_pair(out_dir, "tls", cert, key))
+    return CertFiles(ca_cert_path, ca_key_path, *write_pair(out_dir, "tls", cert, key))
 
 
 def ca_bundle(ca_cert: Path) -> str:
     """The CA file base64-encoded, as ``clientConfig.caBundle`` wants it (PEM inside base64, one line)."""
-    return base64.b64encode(_read_certs(Path(ca_cert), "CA certificate")[0]).decode("ascii")
+    return base64.b64encode(read_certs(Path(ca_cert), "CA certificate")[0]).decode("ascii")
 
 
 def client_cert(
@@ -148,14 +145,14 @@ def client_cert(
     subject.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     key = ec.generate_private_key(ec.SECP256R1())
     eku = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH])
-    return _write_pair(
+    return write_pair(
         Path(out_dir), name, _sign(subject, key, ca_cert, ca_key, _days_from_now(days), [eku]), key
     )
 
 
 def describe(cert: Path) -> CertDescription:
     """The first certificate in ``cert`` as plain data; times are UTC ISO 8601, serial is hex."""
-    parsed = _read_certs(Path(cert), "certificate")[1][0]
+    parsed = read_certs(Path(cert), "certificate")[1][0]
     try:
         san = parsed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         dns, ips = san.get_values_for_type(x509.DNSName), san.get_values_for_type(x509.IPAddress)
@@ -276,14 +273,14 @@ def _sign(
 
 def _load_ca(cert_path: Path, key_path: Path) -> tuple[x509.Certificate, SigningKey, bytes]:
     """The CA to sign with, refusing anything that would produce a chain the API server rejects."""
-    pem, certs = _read_certs(cert_path, "CA certificate")
+    pem, certs = read_certs(cert_path, "CA certificate")
     ca_cert = certs[0]
     if not _is_ca(ca_cert):
         raise ValueError(f"{cert_path} is not a CA certificate (basicConstraints CA:TRUE is missing)")
     if ca_cert.not_valid_after_utc <= dt.datetime.now(dt.UTC):
         raise ValueError(f"CA certificate {cert_path} expired on {ca_cert.not_valid_after_utc.isoformat()}")
     try:
-        key = serialization.load_pem_private_key(_read(key_path, "CA key"), password=None)
+        key = serialization.load_pem_private_key(read(key_path, "CA key"), password=None)
     except TypeError:
         raise ValueError(f"CA key {key_path} is encrypted; decrypt it first") from None
     except ValueError as exc:
@@ -301,50 +298,3 @@ def _is_ca(cert: x509.Certificate) -> bool:
         return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     except x509.ExtensionNotFound:
         return False
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-
-
-def _read_certs(path: Path, what: str) -> tuple[bytes, list[x509.Certificate]]:
-    pem = _read(path, what)
-    try:
-        return pem, x509.load_pem_x509_certificates(pem)
-    except ValueError:
-        raise ValueError(f"{what} {path} does not hold a PEM certificate") from None
-
-
-def _write_pair(out_dir: Path, stem: str, cert: x509.Certificate, key: SigningKey) -> tuple[Path, Path]:
-    """Key first: a poller that catches the gap sees a key without its cert, never the reverse."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = out_dir / f"{stem}.crt", out_dir / f"{stem}.key"
-    pkcs8 = serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    _write_atomic(key_path, key.private_bytes(*pkcs8), 0o600)
-    _write_atomic(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    with contextlib.suppress(OSError):  # make the renames durable; some filesystems refuse this
-        fd = os.open(out_dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return cert_path, key_path
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write via a hidden temp file in the same directory (so ``os.replace`` is a rename, not a copy)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
