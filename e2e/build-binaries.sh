@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Build the real control-plane binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd.
+# Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, and the Kueue manager.
 #
-# They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd}/go.mod (the
+# Usage: build-binaries.sh [kube] [kueue]     (no argument: both groups)
+#   kube  = kube-apiserver, kubectl, etcd
+#   kueue = kueue (sigs.k8s.io/kueue/cmd/kueue)
+#
+# They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
-#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-<version>_etcd-<version>/
-# so the ~300 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
-# computes the same directory from the same go.mod files, so the two can never disagree.
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-<version>_etcd-<version>/   kube-apiserver kubectl etcd
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kueue-<version>/                 kueue
+# so the ~400 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
+# and e2e/kueue.py compute the same directories from the same go.mod files, so they can never
+# disagree. Kueue has a directory of its own because its version moves independently of Kubernetes'.
 #
 # Idempotent: a binary whose stamp file names the exact module@version is left alone. Each binary is
 # linked to a temporary name and renamed into place, so an interrupted build never leaves a
-# truncated executable that would pass the "already built" check. Concurrent runs serialise on a lock.
+# truncated executable that would pass the "already built" check. Each output directory gets its
+# VERSIONS marker last. Concurrent runs serialise on one lock per output directory.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +25,17 @@ step="start"
 trap 'rc=$?; if (( rc != 0 )); then echo "build-binaries.sh: FAILED (exit $rc) during: $step" >&2; fi' EXIT
 
 die() { echo "build-binaries.sh: error: $*" >&2; exit 1; }
+
+want_kube=0 want_kueue=0
+(( $# > 0 )) || set -- kube kueue
+for arg in "$@"; do
+  case $arg in
+    kube) want_kube=1 ;;
+    kueue) want_kueue=1 ;;
+    -h|--help) sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$arg' (want: kube, kueue)" ;;
+  esac
+done
 
 # --- toolchain ------------------------------------------------------------------------------------
 step="locating the Go toolchain"
@@ -40,20 +58,31 @@ module_version() {  # module_version <go.mod> <module path>
 }
 kube_version=$(module_version "$tools/kube/go.mod" 'k8s\.io/kubernetes')
 etcd_version=$(module_version "$tools/etcd/go.mod" 'go\.etcd\.io/etcd/server/v3')
+kueue_version=$(module_version "$tools/kueue/go.mod" 'sigs\.k8s\.io/kueue')
 [[ -n $kube_version ]] || die "k8s.io/kubernetes is not required in $tools/kube/go.mod"
 [[ -n $etcd_version ]] || die "go.etcd.io/etcd/server/v3 is not required in $tools/etcd/go.mod"
+[[ -n $kueue_version ]] || die "sigs.k8s.io/kueue is not required in $tools/kueue/go.mod"
 [[ $kube_version =~ ^v1\.([0-9]+)\. ]] || die "unexpected k8s.io/kubernetes version $kube_version"
 kube_minor=${BASH_REMATCH[1]}
 
 cache_root=${TASGATE_CACHE:-$HOME/.cache/tasgate}
-out="$cache_root/bin/kube-${kube_version}_etcd-${etcd_version}"
-mkdir -p "$out"
-exec 9>"$out/.lock"
-flock -n 9 || { echo "another build-binaries.sh holds $out/.lock; waiting for it"; flock 9; }
+kube_out="$cache_root/bin/kube-${kube_version}_etcd-${etcd_version}"
+kueue_out="$cache_root/bin/kueue-${kueue_version}"
 
 echo "build-binaries.sh: $go_version, GOMAXPROCS=$GOMAXPROCS"
-echo "  k8s.io/kubernetes         $kube_version  -> $out/kube-apiserver, $out/kubectl"
-echo "  go.etcd.io/etcd/server/v3 $etcd_version  -> $out/etcd"
+if (( want_kube )); then
+  echo "  k8s.io/kubernetes         $kube_version  -> $kube_out/kube-apiserver, $kube_out/kubectl"
+  echo "  go.etcd.io/etcd/server/v3 $etcd_version  -> $kube_out/etcd"
+fi
+if (( want_kueue )); then
+  echo "  sigs.k8s.io/kueue         $kueue_version  -> $kueue_out/kueue"
+fi
+
+lock() {  # lock <fd> <output dir>: create the dir and hold its lock on fd for the rest of the section
+  mkdir -p "$2"
+  eval "exec $1>\"\$2/.lock\""
+  flock -n "$1" || { echo "another build-binaries.sh holds $2/.lock; waiting for it"; flock "$1"; }
+}
 
 # The k8s build sets these through hack/lib/version.sh; without them both binaries report
 # v0.0.0-master and kubectl prints version-skew warnings against its own server.
@@ -66,8 +95,12 @@ done
 total_start=$(date +%s)
 built=()
 
-build() {  # build <module dir> <binary name> <package> <module@version> <ldflags>
-  local dir=$1 name=$2 pkg=$3 stamp_text=$4 ldflags=$5
+# build <output dir> <module dir> <binary name> <package> <module@version> <ldflags> <run-check args...>
+# The run check executes the fresh binary with those arguments and must exit 0. It must never
+# start a server (kueue with stray arguments would connect to whatever ~/.kube/config names).
+build() {
+  local out=$1 dir=$2 name=$3 pkg=$4 stamp_text=$5 ldflags=$6
+  shift 6
   local bin="$out/$name" stamp="$out/$name.stamp"
   if [[ -x $bin && -f $stamp && $(<"$stamp") == "$stamp_text" ]]; then
     echo "== $name: cached ($stamp_text) at $bin"
@@ -84,8 +117,7 @@ build() {  # build <module dir> <binary name> <package> <module@version> <ldflag
   (cd "$dir" && "$go" build -p "$ncpu" -trimpath -ldflags="$ldflags" -o "$bin.tmp" "$pkg") \
     || die "'go build $pkg' failed in $dir"
   step="checking $name runs"
-  "$bin.tmp" --version >/dev/null 2>&1 || "$bin.tmp" version --client >/dev/null 2>&1 \
-    || die "$bin.tmp was built but does not run"
+  "$bin.tmp" "$@" >/dev/null 2>&1 || die "$bin.tmp was built but '$name $*' does not exit 0"
   mv -f "$bin.tmp" "$bin"
   printf '%s\n' "$stamp_text" > "$stamp"
   local t2; t2=$(date +%s)
@@ -93,14 +125,55 @@ build() {  # build <module dir> <binary name> <package> <module@version> <ldflag
   built+=("$name $((t2 - t0))s")
 }
 
-# kube-apiserver first: kubectl then reuses most of the compiled k8s.io packages from the build cache.
-build "$tools/kube" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "k8s.io/kubernetes@$kube_version" "$kube_ldflags"
-build "$tools/kube" kubectl k8s.io/kubernetes/cmd/kubectl "k8s.io/kubernetes@$kube_version" "$kube_ldflags"
-build "$tools/etcd" etcd go.etcd.io/etcd/server/v3 "go.etcd.io/etcd/server/v3@$etcd_version" "-s -w"
+if (( want_kube )); then
+  lock 9 "$kube_out"
+  # kube-apiserver first: kubectl then reuses most of the compiled k8s.io packages from the build cache.
+  build "$kube_out" "$tools/kube" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+    "k8s.io/kubernetes@$kube_version" "$kube_ldflags" --version
+  build "$kube_out" "$tools/kube" kubectl k8s.io/kubernetes/cmd/kubectl \
+    "k8s.io/kubernetes@$kube_version" "$kube_ldflags" version --client
+  build "$kube_out" "$tools/etcd" etcd go.etcd.io/etcd/server/v3 \
+    "go.etcd.io/etcd/server/v3@$etcd_version" "-s -w" --version
 
-step="writing the version marker"
-# The marker controlplane.py checks: it is written last, so its presence means all three exist.
-printf 'kubernetes=%s\netcd=%s\ngo=%s\n' "$kube_version" "$etcd_version" "$go_version" > "$out/VERSIONS.tmp"
-mv -f "$out/VERSIONS.tmp" "$out/VERSIONS"
+  step="writing the version marker in $kube_out"
+  # The marker controlplane.py checks: it is written last, so its presence means all three exist.
+  printf 'kubernetes=%s\netcd=%s\ngo=%s\n' "$kube_version" "$etcd_version" "$go_version" > "$kube_out/VERSIONS.tmp"
+  mv -f "$kube_out/VERSIONS.tmp" "$kube_out/VERSIONS"
+  exec 9>&-  # release the lock: a concurrent kube build need not wait for Kueue
+fi
+
+if (( want_kueue )); then
+  lock 8 "$kueue_out"
+  # Kueue's Makefile sets these three through -X (pkg/version); without them the binary logs
+  # gitVersion v0.0.0-main and its client's User-Agent is kueue/v0.0.0 ... abcd012. The commit and
+  # date come from the module proxy's .info file (the tag's commit), so the build stays reproducible.
+  step="reading sigs.k8s.io/kueue@$kueue_version's module info"
+  kueue_info=$(cd "$tools/kueue" && "$go" mod download -json "sigs.k8s.io/kueue@$kueue_version") \
+    || die "'go mod download -json sigs.k8s.io/kueue@$kueue_version' failed in $tools/kueue"
+  kueue_info_file=$(sed -n -E 's/^[[:space:]]*"Info": "(.*)",?$/\1/p' <<<"$kueue_info")
+  kueue_commit="" kueue_date=""
+  if [[ -f $kueue_info_file ]]; then
+    kueue_commit=$(sed -n -E 's/.*"Hash":"([0-9a-f]{40})".*/\1/p' "$kueue_info_file")
+    kueue_date=$(sed -n -E 's/.*"Time":"([^"]+)".*/\1/p' "$kueue_info_file")
+  fi
+  kueue_pkg=sigs.k8s.io/kueue/pkg/version
+  kueue_ldflags="-s -w -X $kueue_pkg.GitVersion=$kueue_version"
+  [[ -z $kueue_commit ]] || kueue_ldflags+=" -X $kueue_pkg.GitCommit=$kueue_commit"
+  [[ -z $kueue_date ]] || kueue_ldflags+=" -X $kueue_pkg.BuildDate=$kueue_date"
+  # --help exits 0 without touching any cluster (kueue has no --version flag).
+  build "$kueue_out" "$tools/kueue" kueue sigs.k8s.io/kueue/cmd/kueue \
+    "sigs.k8s.io/kueue@$kueue_version" "$kueue_ldflags" --help
+
+  step="writing the version marker in $kueue_out"
+  # The marker e2e/kueue.py checks, written last like the kube one.
+  printf 'kueue=%s\ncommit=%s\ngo=%s\n' "$kueue_version" "${kueue_commit:-unknown}" "$go_version" \
+    > "$kueue_out/VERSIONS.tmp"
+  mv -f "$kueue_out/VERSIONS.tmp" "$kueue_out/VERSIONS"
+  exec 8>&-
+fi
+
 step="done"
-echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in $out"
+where=()
+(( want_kube )) && where+=("$kube_out")
+(( want_kueue )) && where+=("$kueue_out")
+echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in ${where[*]}"

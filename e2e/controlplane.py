@@ -129,12 +129,13 @@ def pinned_versions() -> tuple[str, str]:
     Read from the same files build-binaries.sh reads, so the two always agree on the cache directory.
     """
     return (
-        _required_version(TOOLS_DIR / "kube" / "go.mod", "k8s.io/kubernetes"),
-        _required_version(TOOLS_DIR / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3"),
+        required_version(TOOLS_DIR / "kube" / "go.mod", "k8s.io/kubernetes"),
+        required_version(TOOLS_DIR / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3"),
     )
 
 
-def _required_version(go_mod: Path, module: str) -> str:
+def required_version(go_mod: Path, module: str) -> str:
+    """The version ``go_mod`` requires ``module`` at (the line build-binaries.sh's sed reads)."""
     try:
         text = go_mod.read_text()
     except OSError as exc:
@@ -145,11 +146,16 @@ def _required_version(go_mod: Path, module: str) -> str:
     return found.group(1)
 
 
+def cache_bin_root() -> Path:
+    """``${TASGATE_CACHE:-~/.cache/tasgate}/bin``: build-binaries.sh's output dirs live under it."""
+    root = os.environ.get("TASGATE_CACHE") or str(Path.home() / ".cache" / "tasgate")
+    return Path(root) / "bin"
+
+
 def cache_dir() -> Path:
     """Where build-binaries.sh puts the binaries for the pinned versions (``$TASGATE_CACHE`` aware)."""
-    root = os.environ.get("TASGATE_CACHE") or str(Path.home() / ".cache" / "tasgate")
     kube, etcd = pinned_versions()
-    return Path(root) / "bin" / f"kube-{kube}_etcd-{etcd}"
+    return cache_bin_root() / f"kube-{kube}_etcd-{etcd}"
 
 
 @dataclass(frozen=True)
