@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e import nodes
 from e2e.controlplane import ControlPlane, free_ports
 from webhook import certs
 
@@ -45,34 +46,9 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0, every:
         time.sleep(every)
 
 
-def node(name: str, block: str, rack: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {BLOCK: block, RACK: rack, HOST: name, "pool": "gpu"}},
-    }
-
-
-def node_status() -> str:
-    return json.dumps(
-        {
-            "status": {
-                "allocatable": {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"},
-                "capacity": {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"},
-                "conditions": [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
-                ],
-            }
-        }
-    )
-
-
 def add_node(cp: ControlPlane, name: str, block: str, rack: str) -> None:
-    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(node(name, block, rack)))
-    cp.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", node_status())
-    # The API server's TaintNodesByCondition taints every new Node not-ready; with no node
-    # lifecycle controller here to lift it, do what it would do for a Ready node.
-    cp.kubectl("taint", "nodes", name, "node.kubernetes.io/not-ready:NoSchedule-", check=False)
+    """A Ready 8-GPU node in ``block``/``rack`` (e2e.nodes lifts the API server's not-ready taint)."""
+    nodes.add_node(cp, name, {BLOCK: block, RACK: rack, "pool": "gpu"})
 
 
 def usage_pod(name: str, node_name: str, gpus: int) -> dict[str, Any]:
