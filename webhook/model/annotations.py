@@ -38,6 +38,9 @@ TAS_ANNOTATIONS: Final = (
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
+POD_ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
+# Partial admission: a batch Job's minimum parallelism (Kueue's PodSet.minCount).
+JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
 
 # --- Gang schedulers (pod-template metadata) -----------------------------------------------------
 # scheduler-plugins Coscheduling: PodGroupLabel, "scheduling.x-k8s.io/pod-group" since v0.25.7.

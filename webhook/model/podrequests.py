@@ -97,7 +97,7 @@ def pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
     _add(total, reader.amounts(pod_spec, "overhead", path))
     if reader.errors:
         raise InvalidObject(reader.errors)
-    result = {name: canonical(name, value) for name, value in sorted(total.items())}
+    result = {name: canonical(name, value, path) for name, value in sorted(total.items())}
     return {name: amount for name, amount in result.items() if amount != 0}
 
 

@@ -31,7 +31,7 @@ from webhook.wire.errors import FieldError
 
 # Kueue's TrainJob webhook appends this to every TAS error it reports (trainjob_webhook.go).
 TRAINJOB_HINT = (
-    '. Adjust either the "TrainJob.spec.podTemplateOverrides" or the "TrainingRuntime.Template" '
+    '. Adjust either the "TrainJob.spec.runtimePatches" or the "TrainingRuntime.Template" '
     "annotations for the corresponding Job"
 )
 

@@ -10,9 +10,10 @@ grammar and rounding follow ``k8s.io/apimachinery/pkg/api/resource``:
 * non-zero values are rounded away from zero to whole nano-units, as ``ParseQuantity`` does.
 
 Deliberately stricter than upstream on degenerate input that upstream reads as zero (``"Gi"``,
-``"."``, ``"-"``): a number with no digit at all is an error here. Values whose milli-units do
-not fit in a signed 64-bit integer are rejected, so every canonical amount fits the scorer's
-int64 arrays.
+``"."``, ``"-"``): a number with no digit at all is an error here, and so is surrounding
+whitespace (the API server refuses it). A canonical amount (milli-units for cpu, whole units
+for everything else, so ``10Pi`` of memory is fine) must fit in a signed 64-bit integer, the
+scorer's arrays; ``canonical`` checks that, also for sums.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from webhook.wire.errors import InvalidObject
 
 MAX_TEXT_LENGTH = 100
 INT64_MAX = 2**63 - 1
-# The largest amount whose milli-units still fit in int64; checked once at parse time.
-MAX_MAGNITUDE = Fraction(INT64_MAX, 1000)
+# A bound on any single quantity, so arithmetic on it stays cheap; canonical() is the real limit.
+MAX_MAGNITUDE = Fraction(INT64_MAX)
 NANO = 10**9
 # Exponents beyond this are either far over MAX_MAGNITUDE or far under one nano-unit.
 _EXPONENT_LIMIT = 40
@@ -67,21 +68,27 @@ def parse_quantity(text: str | int | float, path: str) -> Fraction:
     """
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise InvalidObject.at(path, f"{text!r}: must be a quantity string such as 500m or 2Gi")
-    value = _number(text, path) if not isinstance(text, str) else _parse_text(text.strip(), path)
+    if isinstance(text, str) and text != text.strip():
+        raise InvalidObject.at(path, f"{_quoted(text)}: must not have leading or trailing spaces")
+    value = _number(text, path) if not isinstance(text, str) else _parse_text(text, path)
     value = _round_to_nano(value)
     if abs(value) > MAX_MAGNITUDE:
-        raise InvalidObject.at(path, f"{_quoted(text)}: too large (its milli-units exceed 2^63-1)")
+        raise InvalidObject.at(path, f"{_quoted(text)}: too large (exceeds 2^63-1)")
     return value
 
 
-def canonical(resource: str, q: Fraction) -> int:
+def canonical(resource: str, q: Fraction, path: str = "") -> int:
     """The integer the scheduler counts: milli-CPU for ``cpu``, whole units for everything else.
 
     Rounds away from zero like ``Quantity.MilliValue``/``Quantity.Value``, so a request of
-    ``0.1`` GPU still needs one whole GPU.
+    ``0.1`` GPU still needs one whole GPU. An amount that does not fit in int64 raises
+    ``InvalidObject`` naming ``path`` (a sum of containers can overflow where no single one does).
     """
     scaled = q * 1000 if resource == "cpu" else q
     magnitude = math.ceil(abs(scaled))
+    if magnitude > INT64_MAX:
+        unit = "milli-units" if resource == "cpu" else "units"
+        raise InvalidObject.at(path or resource, f"{resource}: too large (its {unit} exceed 2^63-1)")
     return magnitude if scaled >= 0 else -magnitude
 
 

@@ -13,7 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 from webhook.model.podset import WorkloadView
 from webhook.rules.gang import owner_min_member_errors, validate_gang
-from webhook.rules.kueue import validate_grouping, validate_pod_set_request, validate_upper_bound
+from webhook.rules.kueue import (
+    validate_grouping,
+    validate_partial_admission,
+    validate_pod_set_request,
+    validate_upper_bound,
+)
 from webhook.rules.tasgate import Levels, validate_topology
 from webhook.wire.errors import FieldError
 
@@ -35,6 +40,7 @@ def validate_workload(
     for pod_set in view.pod_sets:
         errors += validate_pod_set_request(pod_set)
         errors += validate_upper_bound(pod_set)
+    errors += validate_partial_admission(view.workload)
     if view.workload.kind != "Pod":
         errors += validate_grouping(view.pod_sets)
     known = Levels(levels, level_has_nodes)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook.model.annotations import (
-    POD_INDEX_OFFSET,
+    JOB_MIN_PARALLELISM_ANNOTATION,
     PODSET_GROUP_NAME,
     PODSET_PREFERRED_TOPOLOGY,
     PODSET_REQUIRED_TOPOLOGY,
@@ -36,17 +36,19 @@ from webhook.model.gosyntax import (
     OMIT,
     REQUIRED,
     error,
+    go_quote,
     parse_bool,
     parse_int,
     parse_uint64,
 )
+from webhook.model.paths import key
 from webhook.model.podset import PodSetView
+from webhook.model.workloads import WorkloadPodSets
 from webhook.rules.labelnames import label_key_errors
 from webhook.wire.errors import FieldError
 
-# The text of Kueue's errTopologyConstraintsLayerCount (its definition is not in the sources
-# reachable here; the rule, 1 to MAX_LAYERS layers, is).
-LAYER_COUNT_DETAIL = f"must contain between 1 and {MAX_LAYERS} topology constraint layers"
+# Kueue's errTopologyConstraintsLayerCount (pkg/controller/jobframework/tas.go).
+LAYER_COUNT_DETAIL = f"topology constraints must contain between 1 and {MAX_LAYERS} entries"
 
 
 class _Report:
@@ -111,7 +113,6 @@ def validate_pod_set_request(view: PodSetView) -> list[FieldError]:
             report.add(INVALID, at(PODSET_SLICE_SIZE), "must be a numeric value", size)
         elif parsed < 1:
             report.add(INVALID, at(PODSET_SLICE_SIZE), "must be greater than or equal to 1", size)
-    _pod_index_offset(report, group is not None)
 
     if slice_level is not None and size is None:
         report.add(
@@ -127,19 +128,6 @@ def validate_pod_set_request(view: PodSetView) -> list[FieldError]:
         )
     _constraints(report, slice_level is not None, size is not None, group is not None)
     return report.errors
-
-
-def _pod_index_offset(report: _Report, grouped: bool) -> None:
-    offset = report.view.annotations.get(POD_INDEX_OFFSET)
-    if offset is None:
-        return
-    path = report.view.annotation_path(POD_INDEX_OFFSET)
-    if grouped:
-        report.add(FORBIDDEN, path, f"may not be set when '{PODSET_GROUP_NAME}' is specified")
-        return
-    parsed = parse_int(offset)
-    if parsed is None or parsed < 0:
-        report.add(INVALID, path, "must be a non-negative integer", offset)
 
 
 def _constraints(report: _Report, slice_level: bool, slice_size: bool, grouped: bool) -> None:
@@ -271,3 +259,25 @@ def validate_grouping(pod_set_views: Sequence[PodSetView]) -> list[FieldError]:
 def _request(view: PodSetView) -> tuple[str | None, str | None]:
     required = view.annotations.get(PODSET_REQUIRED_TOPOLOGY)
     return (required, None if required is not None else view.annotations.get(PODSET_PREFERRED_TOPOLOGY))
+
+
+def validate_partial_admission(wl: WorkloadPodSets) -> list[FieldError]:
+    """``validatePartialAdmissionCreate`` of Kueue's Job webhook (job_webhook.go)."""
+    raw = wl.min_parallelism
+    if raw is None or wl.kind != "Job" or not wl.pod_sets:
+        return []
+    path = key("metadata.annotations", JOB_MIN_PARALLELISM_ANNOTATION)
+    value = parse_int(raw, 64)
+    if value is None:
+        reason = "value out of range" if parse_int(raw, 1024) is not None else "invalid syntax"
+        return [error(INVALID, path, f"strconv.Atoi: parsing {go_quote(raw)}: {reason}", raw)]
+    count = wl.pod_sets[0].count
+    if _int32(value) >= count or value <= 0:
+        return [error(INVALID, path, f"should be between 0 and {count - 1}", value)]
+    return []
+
+
+def _int32(value: int) -> int:
+    """Go's ``int32(v)`` of an int: the low 32 bits, signed."""
+    low = value & 0xFFFFFFFF
+    return low - (1 << 32) if low >= 1 << 31 else low

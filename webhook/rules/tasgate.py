@@ -4,7 +4,8 @@ Kueue's webhook sees only the annotations. tasgate also knows the Topology's lev
 first) and which nodes the workload's flavor selects, so it rejects requests that could never be
 placed: a level the Topology does not have, a level no matching node carries, a slice size that
 leaves a partial slice, a slice level coarser than the PodSet's own level, constraint layers out
-of coarse-to-fine order, and spellings of "true" other than ``true``.
+of coarse-to-fine order, a false ``podset-unconstrained-topology`` and a pod-index offset Kueue's
+ungater cannot parse.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from webhook.model.annotations import (
+    POD_INDEX_OFFSET,
     PODSET_PREFERRED_TOPOLOGY,
     PODSET_REQUIRED_TOPOLOGY,
     PODSET_SLICE_REQUIRED_TOPOLOGY,
@@ -82,6 +84,7 @@ def validate_topology(view: PodSetView, known: Levels) -> list[FieldError]:
     if view.constraints is not None and view.constraints.usable:
         errors += _layers(view, view.constraints.layers, known, mode, level)
     errors += _unconstrained(view)
+    errors += _pod_index_offset(view)
     return errors
 
 
@@ -122,11 +125,25 @@ def _partial(count: int, size: int) -> str:
 
 
 def _unconstrained(view: PodSetView) -> list[FieldError]:
+    """A false ``podset-unconstrained-topology`` never runs: Kueue counts it as an explicit TAS
+    request (so only TAS flavors qualify) with no level (so every TAS flavor "does not contain
+    the requested level"). Every true spelling Go's ParseBool takes is fine."""
     value = view.annotations.get(PODSET_UNCONSTRAINED_TOPOLOGY)
-    parsed = parse_bool(value) if value is not None else None
-    if value is None or parsed is None or value == "true":
-        return []  # absent, exactly "true", or already reported by Kueue's boolean check
-    detail = 'must be exactly "true"'
-    if not parsed:
-        detail += "; a false value does not turn topology-aware scheduling off, remove the annotation instead"
+    if value is None or parse_bool(value) is not False:
+        return []  # absent, true, or already reported by Kueue's boolean check
+    detail = (
+        "a false value does not turn topology-aware scheduling off: Kueue then finds no flavor with "
+        "the requested level and never admits the workload; remove the annotation instead"
+    )
     return [invalid(view.annotation_path(PODSET_UNCONSTRAINED_TOPOLOGY), value, detail)]
+
+
+def _pod_index_offset(view: PodSetView) -> list[FieldError]:
+    """Kueue's topology ungater reads the offset with ``strconv.Atoi``; anything else stops it
+    from ungating the workload's pods (``failed to parse offset annotation``), so they never
+    start. Kueue's webhooks do not check it; its own writes are always "1"."""
+    value = view.annotations.get(POD_INDEX_OFFSET)
+    if value is None or parse_int(value, 64) is not None:
+        return []
+    detail = "must be an integer: Kueue's topology ungater cannot parse it and would never ungate the pods"
+    return [invalid(view.annotation_path(POD_INDEX_OFFSET), value, detail)]

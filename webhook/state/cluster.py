@@ -203,7 +203,7 @@ def parse_node(obj: Mapping[str, Any], usage: Mapping[str, int]) -> Node:
     allocatable = {}
     for resource, value in _str_map(status.get("allocatable"), f"{where}: status.allocatable").items():
         path = f"{where}: status.allocatable[{resource}]"
-        allocatable[resource] = canonical(resource, parse_quantity(value, path))
+        allocatable[resource] = canonical(resource, parse_quantity(value, path), path)
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""))
         for t in _list(spec.get("taints"), f"{where}: spec.taints")

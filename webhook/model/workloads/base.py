@@ -33,6 +33,8 @@ class PodSetTemplate:
     ready for a JSON Patch; ``()`` for a Pod, whose template is the Pod itself. ``synthesized``
     marks a template Kueue makes up because the object has none (RayJob's default submitter): the
     path then says where it would go. ``requests`` are per pod, from ``podrequests``.
+    ``min_count`` is Kueue's ``PodSet.minCount`` (partial admission: a batch Job's
+    ``kueue.x-k8s.io/job-min-parallelism``): Kueue may admit as few pods as that.
     """
 
     name: str
@@ -41,6 +43,7 @@ class PodSetTemplate:
     template: Mapping[str, Any]
     requests: Mapping[str, int]
     synthesized: bool = False
+    min_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class WorkloadPodSets:
     groups: int = 1
     unresolved: str | None = None
     runtime: RuntimeKey | None = None
+    min_parallelism: str | None = None  # a Job's job-min-parallelism annotation, as written
 
     @property
     def total_pods(self) -> int:

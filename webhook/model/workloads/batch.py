@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from webhook.model.annotations import (
+    JOB_MIN_PARALLELISM_ANNOTATION,
+    POD_GROUP_NAME_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+)
+from webhook.model.annotations import POD_ROLE_HASH_ANNOTATION as ROLE_HASH_ANNOTATION
+from webhook.model.gosyntax import parse_int
 from webhook.model.workloads.base import (
     MAX_COUNT,
     Context,
@@ -16,18 +24,26 @@ from webhook.model.workloads.base import (
 )
 from webhook.wire.errors import InvalidObject
 
-POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
-POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
-ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
 DEFAULT_POD_SET_NAME = "main"
 
 
 def job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
-    """One PodSet ``main``: as many pods as run at once, min(parallelism, completions)."""
+    """One PodSet ``main``: as many pods as run at once, min(parallelism, completions).
+
+    ``kueue.x-k8s.io/job-min-parallelism`` gives it a minimum count (partial admission, on by
+    default in Kueue), read as Kueue's ``Job.minPodsCount`` does: ``strconv.Atoi``; a value
+    Kueue's webhook refuses (not in 1..count-1) is reported by the rules and sets no minimum.
+    """
     parallelism = count_at(obj, ("spec", "parallelism"), 1)
     completions = count_at(obj, ("spec", "completions"), parallelism)
     count = min(parallelism, completions)
-    return workload(obj, ctx, [pod_set(DEFAULT_POD_SET_NAME, count, obj, ("spec", "template"))])
+    main = pod_set(DEFAULT_POD_SET_NAME, count, obj, ("spec", "template"))
+    raw = string_map(obj, "annotations").get(JOB_MIN_PARALLELISM_ANNOTATION)
+    text = raw if isinstance(raw, str) else None
+    minimum = parse_int(text, 64) if text is not None else None
+    if minimum is not None and 0 < minimum < count:
+        main = replace(main, min_count=minimum)
+    return workload(obj, ctx, [main], min_parallelism=text)
 
 
 def pod(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
