@@ -52,7 +52,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from webhook import certs
+from webhook.serve import certs
 
 E2E_DIR = Path(__file__).resolve().parent
 TOOLS_DIR = E2E_DIR / "tools"
@@ -376,7 +376,7 @@ class ControlPlane:
 
     @property
     def ca(self) -> tuple[Path, Path]:
-        """``(ca.crt, ca.key)``, for ``webhook.certs.client_cert`` to mint more users."""
+        """``(ca.crt, ca.key)``, for ``webhook.serve.certs.client_cert`` to mint more users."""
         return self.ca_path, self.dir / "pki" / "ca.key"
 
     @property

@@ -67,7 +67,7 @@ from e2e.controlplane import (
     required_version,
 )
 from e2e.kueue_admission import wait_for
-from webhook import certs
+from webhook.serve import certs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # shared/ sits beside the repository (in CI a read-only copy beside the clone).

@@ -26,7 +26,7 @@ import yaml
 
 from e2e import nodes
 from e2e.controlplane import ControlPlane, free_ports
-from webhook import certs
+from webhook.serve import certs
 
 pytestmark = pytest.mark.e2e
 
