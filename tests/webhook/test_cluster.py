@@ -21,7 +21,8 @@ from tests.webhook.conftest import (
     running_pod,
 )
 from webhook.files.sample import sample_objects
-from webhook.state.cluster import ClusterQueue, Flavor, LocalQueue, Topology, build_state, pod_usage
+from webhook.state.cluster import build_state, pod_usage
+from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology
 from webhook.wire.errors import InvalidObject
 
 
@@ -212,7 +213,9 @@ def test_kueue_objects_and_namespaces() -> None:
     assert state.flavors["a"] == Flavor("a", {"pool": "a"}, (), "topo")
     plain = state.flavors["plain"]
     assert (plain.topology_name, [t.operator for t in plain.tolerations]) == (None, ["Exists"])
-    assert state.cluster_queues == {"cq": ClusterQueue("cq", ("a", "plain"))}
+    cq = state.cluster_queues["cq"]
+    assert isinstance(cq, ClusterQueue) and (cq.name, cq.flavors, cq.cohort) == ("cq", ("a", "plain"), None)
+    assert [f.name for f in cq.groups[0].flavors] == ["a", "plain"] and cq.groups[0].covered[-1] == GPU
     assert state.local_queues == {("team", "q"): LocalQueue("team", "q", "cq")}
     assert state.namespaces == {"team": {"tier": "prod"}}
     assert state.nodes == ()

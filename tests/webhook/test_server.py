@@ -163,6 +163,7 @@ async def test_update_decided_only_when_placement_changes(
     client: TestClient[web.Request, web.Application],
 ) -> None:
     old = manifest("jobset-never-fits.yaml")
+    old["spec"]["suspend"] = True  # as Kueue's webhook leaves a queued JobSet
     relabelled = copy.deepcopy(old)
     relabelled["metadata"]["labels"]["team"] = "ml"
     body = review(relabelled, "UPDATE", oldObject=old)
@@ -173,6 +174,30 @@ async def test_update_decided_only_when_placement_changes(
     body = review(smaller, "UPDATE", oldObject=old)
     assert (await post(client, "/mutate", body))["response"]["allowed"] is True
     assert harness.audit[-1]["reason"] == "fits"
+
+
+async def test_updates_of_admitted_or_running_workloads_are_kueues(
+    harness: Harness,
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    """Kueue starts a queued workload by unsuspending it (and adds node selectors, scheduling
+    gates, template annotations), stops it by suspending it again: never judged, even when the
+    object would be refused on its own."""
+    queued = manifest("jobset-never-fits.yaml")
+    queued["spec"]["suspend"] = True
+    started = copy.deepcopy(queued)
+    started["spec"]["suspend"] = False
+    template = started["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    template["spec"]["nodeSelector"] = {"pool": "gpu"}
+    template["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    for old, new in ((queued, started), (started, queued)):
+        response = (await post(client, "/mutate", review(new, "UPDATE", oldObject=old)))["response"]
+        assert response["allowed"] is True and "patch" not in response
+        assert harness.audit[-1]["reason"] == "not-suspended"
+    bigger = copy.deepcopy(started)
+    bigger["spec"]["replicatedJobs"][0]["replicas"] = 99
+    response = (await post(client, "/validate", review(bigger, "UPDATE", oldObject=started)))["response"]
+    assert response["allowed"] is True and harness.audit[-1]["reason"] == "not-suspended"
 
 
 @pytest.mark.parametrize(

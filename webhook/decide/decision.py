@@ -16,13 +16,14 @@ from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule
+from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.topology import Resolution, Target, resolve
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
-from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
+from webhook.model.workloads import extract, owned_by_workload, suspended, unknown_workload_reason
 from webhook.rules import validate_workload
 from webhook.state.cluster import ClusterState
 from webhook.wire.errors import FieldError, InvalidObject
@@ -43,6 +44,11 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     )
     if owned_by_workload(obj):
         return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
+    if review.old_obj is not None and False in (suspended(review.old_obj), suspended(obj)):
+        # Kueue starts a workload by unsuspending it and stops it by suspending it again, editing
+        # templates as it goes; a running workload is Kueue's to manage. Only an UPDATE of a
+        # workload that stays suspended (queued, not admitted) is the user's to be judged.
+        return _with(base, Reason.NOT_SUSPENDED)
     exempt = base.namespace in policy.exempt_namespaces
     try:
         wl = extract(obj, state.runtimes, base.namespace)
@@ -91,20 +97,52 @@ def _judge(
     policy: Policy,
 ) -> Decision:
     wl = view.workload
-    first = resolution.targets[0]
-    errors = validate_workload(view, first.topology.levels, state.level_has_nodes)
+    # Kueue applies implied TAS only in a queue whose every flavor is a TAS flavor; elsewhere a
+    # PodSet without TAS annotations goes to a non-TAS flavor, and nothing is injected into it.
+    judged = [resolution.tas_only or p.explicit_tas for p in view.pod_sets]
+    if not any(judged):
+        return _with(base, Reason.NO_TAS)
+    targets = _with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
+    errors = validate_workload(view, targets[0].topology.levels, state.level_has_nodes)
     if errors:
         return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
+    quota = _quota(view, resolution, state)
+    if quota.never:
+        return _deny(base, Reason.OVER_QUOTA, " ".join(quota.never))
     ns_labels = state.namespaces.get(base.namespace, {})
     gpus = (
         sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
     )
     rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
     mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
-    wanted = rule.inject if rule and mutable else None
-    scored, flavors = score_flavors(view.pod_sets, wanted, resolution.targets)
+    wanted = rule.inject if rule and mutable and resolution.tas_only else None
+    scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
-    return _verdict(review, base, view, scored, rule if mutable else None, policy)
+    decision = _verdict(review, base, view, scored, rule if mutable else None, policy)
+    if quota.today and decision.allowed:
+        decision = replace(decision, warnings=(*decision.warnings, *(messages.clip(t) for t in quota.today)))
+    return decision
+
+
+def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> QuotaVerdict:
+    cq = state.cluster_queues.get(resolution.cluster_queue or "")
+    if cq is None:
+        return QuotaVerdict()  # the policy's default topology: no queue, no quota
+    members = [m for m in state.cluster_queues.values() if m.cohort == cq.cohort and m.name != cq.name]
+    return check_quota(view.pod_sets, cq, members if cq.cohort else ())
+
+
+def _with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:
+    """Kueue skips a TAS flavor whose topology lacks a requested level (``HasLevel``) and tries
+    the next. With none left, the first is kept: the rules then say which level is missing."""
+    wanted = {level for p in pod_sets for level in _levels(p.request)}
+    usable = tuple(t for t in targets if wanted <= set(t.topology.levels))
+    return usable or tuple(targets[:1])
+
+
+def _levels(request: TopologyRequest) -> list[str]:
+    found = [request.level, request.slice_level, *(layer.level for layer in request.slice_layers)]
+    return [level for level in found if level]
 
 
 def _verdict(
@@ -122,8 +160,10 @@ def _verdict(
             denials.append(_never_message(v, p, never, level, target, policy))
         elif never.anomaly:
             warnings.append(messages.clip(f'PodSet "{v.name}": {never.reason}'))
-        elif not now.fits:
-            warnings.append(messages.waits(p.name, p.count, level, now))
+        else:
+            warnings += _partial_warnings(v)
+            if not now.fits:
+                warnings.append(messages.waits(p.name, p.count, level, now))
     if denials:
         audit = _audit(scored.verdicts, target, Reason.NEVER_FITS)
         message = " ".join(denials)
@@ -156,6 +196,22 @@ def _verdict(
         audit=_audit(scored.verdicts, target, reason),
         pod_groups=tuple(groups),
     )
+
+
+def _partial_warnings(v: PodSetVerdict) -> list[str]:
+    """What partial admission changes: fewer pods now, or never the full count."""
+    out = []
+    if v.admitted is not None:
+        out.append(
+            f'PodSet "{v.name}": Kueue admits {v.admitted} of {v.count} pods now '
+            f"(partial admission, minimum {v.min_count})"
+        )
+    if v.admissible is not None:
+        out.append(
+            f'PodSet "{v.name}": at most {v.admissible} of {v.count} pods can ever run at once '
+            f"(partial admission, minimum {v.min_count})"
+        )
+    return [messages.clip(text) for text in out]
 
 
 def _never_message(

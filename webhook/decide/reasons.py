@@ -16,9 +16,11 @@ class Reason(StrEnum):
     FITS = "fits"
     WAITS = "waits"
     NEVER_FITS = "never-fits"
+    OVER_QUOTA = "over-quota"
     INVALID = "invalid"
     MUTATION_MISSING = "mutation-missing"
     UNCHANGED = "unchanged"
+    NOT_SUSPENDED = "not-suspended"
     SKIPPED_OPERATION = "skipped-operation"
     EXEMPT = "exempt"
     OWNED = "owned"
@@ -36,9 +38,11 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.FITS: "allowed: every PodSet fits the current free capacity",
         Reason.WAITS: "allowed with a warning: fits the empty cluster, not the free capacity now",
         Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
+        Reason.OVER_QUOTA: "denied: its ClusterQueue lacks a resource, or can never give that much",
         Reason.INVALID: "denied: a TAS annotation, gang label or template field is invalid",
         Reason.MUTATION_MISSING: "denied (validate): the mutation tasgate asked for is not on the object",
         Reason.UNCHANGED: "allowed: an UPDATE that changes nothing placement depends on",
+        Reason.NOT_SUSPENDED: "allowed: an UPDATE of an admitted or running workload (Kueue's start/stop)",
         Reason.SKIPPED_OPERATION: "allowed: DELETE, CONNECT or a subresource",
         Reason.EXEMPT: "allowed: the namespace is exempt by policy",
         Reason.OWNED: "allowed: a child of a workload kind tasgate judges (judged with its parent)",

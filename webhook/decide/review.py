@@ -1,7 +1,8 @@
 """From an admission request to an outcome: which operations are judged, and how.
 
-CREATE is decided; UPDATE too, where the decision skips it when nothing placement-relevant
-changed (counts, requests, TAS annotations, gang labels, queue); DELETE, CONNECT and
+CREATE is decided; UPDATE too, where the decision skips a workload that is not suspended
+(admitted or running: Kueue's own start/stop writes) and one whose placement-relevant fields
+(counts, requests, TAS annotations, gang labels, queue) did not change; DELETE, CONNECT and
 subresources pass untouched. The validating endpoint judges the final object and also refuses
 one whose mutation went missing.
 """
@@ -39,8 +40,8 @@ def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: 
     old = req.old_obj if req.operation == "UPDATE" else None
     review = Review(req.obj, req.namespace, req.operation, req.uid, req.dry_run, old)
     decision = decide(review, state, policy)
-    if decision.reason is Reason.UNCHANGED:
-        return Outcome(True, Reason.UNCHANGED)
+    if decision.reason in (Reason.UNCHANGED, Reason.NOT_SUSPENDED):
+        return Outcome(True, decision.reason)
     audit = dict(decision.audit)
     if not decision.allowed:
         code = 422 if decision.reason is Reason.INVALID else 403

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from scorer import Cluster
 from webhook.decide.policy import DefaultTopology
-from webhook.state.cluster import ClusterState, Flavor, Topology
+from webhook.state.cluster import ClusterState
+from webhook.state.kueue import Flavor, Topology
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,18 @@ class Target:
 
 @dataclass(frozen=True)
 class Resolution:
+    """The TAS targets a workload may go to, in Kueue's flavor order.
+
+    ``tas_only``: every flavor of the ClusterQueue is a TAS flavor (Kueue's ``IsTASOnly``);
+    only then does Kueue apply implied TAS to a PodSet without TAS annotations. In a mixed
+    queue such a PodSet goes to a non-TAS flavor, and an annotated one to a TAS flavor.
+    """
+
     targets: tuple[Target, ...]
     queue: str | None = None
     cluster_queue: str | None = None
     problem: str | None = None  # a Kueue configuration problem, said plainly
+    tas_only: bool = True
 
 
 def resolve(
@@ -59,7 +68,8 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
         if target is not None:
             targets.append(target)
     unusable = "; ".join(problems) if problems and not targets else None
-    return Resolution(tuple(targets), queue, cq.name, problem=unusable)
+    tas_only = all(state.flavors.get(n) is not None and state.flavors[n].topology_name for n in cq.flavors)
+    return Resolution(tuple(targets), queue, cq.name, problem=unusable, tas_only=tas_only)
 
 
 def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> Target | None:

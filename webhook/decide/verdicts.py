@@ -24,6 +24,14 @@ class Review:
 
 @dataclass(frozen=True)
 class PodSetVerdict:
+    """One PodSet's fate. ``judged`` is False for a PodSet Kueue places without TAS (no TAS
+    annotation in a queue that mixes TAS and other flavors): it has no placements.
+
+    Under partial admission (a minimum count), ``admitted`` is the count Kueue admits now and
+    ``admissible`` the most it could ever admit, when the full count does not fit; ``now`` and
+    ``never`` are then the placements at those counts.
+    """
+
     name: str
     count: int
     requests: Mapping[str, int]
@@ -32,6 +40,10 @@ class PodSetVerdict:
     flavor: str | None = None
     now: Placement | None = None
     never: Placement | None = None
+    judged: bool = True
+    min_count: int | None = None
+    admitted: int | None = None
+    admissible: int | None = None
 
     @property
     def fits_now(self) -> bool:
@@ -43,11 +55,11 @@ class PodSetVerdict:
 
 
 def all_fit_now(verdicts: Sequence[PodSetVerdict]) -> bool:
-    return all(v.fits_now for v in verdicts)
+    return all(v.fits_now for v in verdicts if v.judged)
 
 
 def all_fit_when_empty(verdicts: Sequence[PodSetVerdict]) -> bool:
-    return all(v.fits_when_empty for v in verdicts)
+    return all(v.fits_when_empty for v in verdicts if v.judged)
 
 
 @dataclass(frozen=True)

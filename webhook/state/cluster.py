@@ -18,41 +18,14 @@ from scorer import Cluster, Engine
 from scorer.model import PODS, Node, Taint, Toleration
 from webhook.model.podrequests import pod_requests
 from webhook.model.quantity import canonical, parse_quantity
-from webhook.model.scheduling import parse_tolerations
 from webhook.model.workloads import RuntimeKey
-from webhook.wire.errors import InvalidObject
+from webhook.state.fields import metadata, object_list, string_map
+from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 TRAINER_GROUP = "trainer.kubeflow.org"
 RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-@dataclass(frozen=True)
-class Topology:
-    name: str
-    levels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Flavor:
-    name: str
-    node_labels: Mapping[str, str]
-    tolerations: tuple[Toleration, ...]
-    topology_name: str | None  # None: not a TAS flavor
-
-
-@dataclass(frozen=True)
-class ClusterQueue:
-    name: str
-    flavors: tuple[str, ...]  # every flavor of every resource group, in order, once
-
-
-@dataclass(frozen=True)
-class LocalQueue:
-    namespace: str
-    name: str
-    cluster_queue: str
 
 
 @dataclass(frozen=True)
@@ -126,18 +99,18 @@ def build_state(
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = {}
     for obj in objects:
         kind, group = obj.get("kind"), str(obj.get("apiVersion", "")).split("/")[0]
-        meta = _metadata(obj)
+        meta = metadata(obj)
         name = str(meta.get("name", ""))
         if kind == "Node" and group == "v1":
             raw_nodes[name] = obj
         elif kind == "Pod" and group == "v1":
             _add_pod_usage(obj, usage)
         elif kind == "Namespace" and group == "v1":
-            namespaces[name] = _str_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
+            namespaces[name] = string_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
             runtimes[(str(kind), str(meta.get("namespace", "") or ""), name)] = obj
         elif group == KUEUE_GROUP:
-            _add_kueue_object(
+            add_kueue_object(
                 obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs
             )
     if nodes is None:
@@ -155,64 +128,26 @@ def build_state(
     )
 
 
-def _add_kueue_object(
-    obj: Mapping[str, Any],
-    kind: str,
-    name: str,
-    namespace: str,
-    topologies: dict[str, Topology],
-    flavors: dict[str, Flavor],
-    cqs: dict[str, ClusterQueue],
-    lqs: dict[tuple[str, str], LocalQueue],
-) -> None:
-    spec = obj.get("spec") or {}
-    if not isinstance(spec, Mapping):
-        raise InvalidObject.at(f"{kind} {name}: spec", "must be an object")
-    if kind == "Topology":
-        levels = tuple(
-            str(lv.get("nodeLabel", "")) for lv in _list(spec.get("levels"), f"Topology {name}: spec.levels")
-        )
-        topologies[name] = Topology(name, levels)
-    elif kind == "ResourceFlavor":
-        flavors[name] = Flavor(
-            name=name,
-            node_labels=_str_map(spec.get("nodeLabels"), f"ResourceFlavor {name}: spec.nodeLabels"),
-            tolerations=parse_tolerations(
-                spec.get("tolerations"), f"ResourceFlavor {name}: spec.tolerations"
-            ),
-            topology_name=str(spec["topologyName"]) if spec.get("topologyName") else None,
-        )
-    elif kind == "ClusterQueue":
-        names: list[str] = []
-        for group in _list(spec.get("resourceGroups"), f"ClusterQueue {name}: spec.resourceGroups"):
-            for flavor in _list(group.get("flavors"), f"ClusterQueue {name}: spec.resourceGroups[].flavors"):
-                if str(flavor.get("name")) not in names:
-                    names.append(str(flavor.get("name")))
-        cqs[name] = ClusterQueue(name, tuple(names))
-    elif kind == "LocalQueue":
-        lqs[(namespace, name)] = LocalQueue(namespace, name, str(spec.get("clusterQueue", "")))
-
-
 def parse_node(obj: Mapping[str, Any], usage: Mapping[str, int]) -> Node:
     """A Node as the scorer needs it: labels, parsed allocatable, taints, readiness, cordon."""
-    meta = _metadata(obj)
+    meta = metadata(obj)
     name = str(meta.get("name", ""))
     where = f"Node {name}"
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     allocatable = {}
-    for resource, value in _str_map(status.get("allocatable"), f"{where}: status.allocatable").items():
+    for resource, value in string_map(status.get("allocatable"), f"{where}: status.allocatable").items():
         path = f"{where}: status.allocatable[{resource}]"
         allocatable[resource] = canonical(resource, parse_quantity(value, path), path)
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""))
-        for t in _list(spec.get("taints"), f"{where}: spec.taints")
+        for t in object_list(spec.get("taints"), f"{where}: spec.taints")
     )
-    conditions = _list(status.get("conditions"), f"{where}: status.conditions")
+    conditions = object_list(status.get("conditions"), f"{where}: status.conditions")
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     return Node(
         name=name,
-        labels=_str_map(meta.get("labels"), f"{where}: metadata.labels"),
+        labels=string_map(meta.get("labels"), f"{where}: metadata.labels"),
         allocatable=allocatable,
         taints=taints,
         ready=ready,
@@ -228,7 +163,7 @@ def pod_usage(obj: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:
     phase = (obj.get("status") or {}).get("phase")
     if not node or phase in TERMINAL_PHASES:
         return None
-    meta = _metadata(obj)
+    meta = metadata(obj)
     where = f"Pod {meta.get('namespace', '')}/{meta.get('name', '')}: spec"
     requests = pod_requests(spec, where)
     requests[PODS] = requests.get(PODS, 0) + 1
@@ -243,26 +178,3 @@ def _add_pod_usage(obj: Mapping[str, Any], usage: dict[str, dict[str, int]]) -> 
     into = usage.setdefault(node, {})
     for resource, amount in requests.items():
         into[resource] = into.get(resource, 0) + amount
-
-
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        raise InvalidObject.at(f"{obj.get('kind')}: metadata", "must be an object")
-    return meta
-
-
-def _list(raw: object, path: str) -> list[Mapping[str, Any]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
-        raise InvalidObject.at(path, "must be a list of objects")
-    return raw
-
-
-def _str_map(raw: object, path: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InvalidObject.at(path, "must be a map of strings")
-    return {str(k): str(v) for k, v in raw.items()}

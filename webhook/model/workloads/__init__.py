@@ -13,6 +13,7 @@ from webhook.model.workloads.registry import (
     extract,
     is_known_workload,
     owned_by_workload,
+    suspended,
     unknown_workload_reason,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "extract",
     "is_known_workload",
     "owned_by_workload",
+    "suspended",
     "unknown_workload_reason",
 ]

@@ -46,6 +46,24 @@ ADAPTERS: Mapping[tuple[str, str], Adapter] = MappingProxyType(
     }
 )
 
+# Where each kind says it is suspended: Kueue creates queued workloads suspended and starts
+# (admits) them by unsuspending. LeaderWorkerSet and Pod have no such field.
+_SUSPEND: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "Job": ("spec", "suspend"),
+        "JobSet": ("spec", "suspend"),
+        "PyTorchJob": ("spec", "runPolicy", "suspend"),
+        "TFJob": ("spec", "runPolicy", "suspend"),
+        "XGBoostJob": ("spec", "runPolicy", "suspend"),
+        "PaddleJob": ("spec", "runPolicy", "suspend"),
+        "JAXJob": ("spec", "runPolicy", "suspend"),
+        "MPIJob": ("spec", "runPolicy", "suspend"),
+        "RayJob": ("spec", "suspend"),
+        "RayCluster": ("spec", "suspend"),
+        "TrainJob": ("spec", "suspend"),
+    }
+)
+
 _NO_RUNTIMES: Mapping[RuntimeKey, Mapping[str, Any]] = MappingProxyType({})
 # Groups whose kinds are nearly always workloads even when no pod template shows.
 _WORKLOAD_GROUPS = frozenset({"kubeflow.org", "ray.io", "batch.volcano.sh", "sparkoperator.k8s.io"})
@@ -80,6 +98,22 @@ def extract(
     if adapter is None or owned_by_workload(obj):
         return None
     return adapter(obj, Context(namespace, runtimes))
+
+
+def suspended(obj: Mapping[str, Any]) -> bool | None:
+    """Whether a known workload is suspended; None for kinds without a suspend field (LWS, Pod)
+    and for objects tasgate does not read."""
+    if not isinstance(obj, Mapping) or not is_known_workload(
+        str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    ):
+        return None
+    path = _SUSPEND.get(str(obj.get("kind", "")))
+    if path is None:
+        return None
+    node: Any = obj
+    for part in path:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node is True
 
 
 def unknown_workload_reason(obj: Mapping[str, Any]) -> str | None:

@@ -1,0 +1,126 @@
+"""Kueue's objects as tasgate reads them: Topology, ResourceFlavor, ClusterQueue (with its
+quotas and cohort) and LocalQueue, from `kueue.x-k8s.io` v1beta2 (or v1beta1) objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scorer.model import Toleration
+from webhook.model.quantity import canonical, parse_quantity
+from webhook.model.scheduling import parse_tolerations
+from webhook.state.fields import object_list, string_map
+from webhook.wire.errors import InvalidObject
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    levels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Toleration, ...]
+    topology_name: str | None  # None: not a TAS flavor
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    """One flavor's quotas in a resource group, canonical amounts per resource."""
+
+    name: str
+    nominal: Mapping[str, int]
+    borrowing_limit: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuota, ...]
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    name: str
+    flavors: tuple[str, ...]  # every flavor of every resource group, in order, once
+    groups: tuple[ResourceGroup, ...] = ()
+    cohort: str | None = None
+
+    def group_covering(self, resource: str) -> ResourceGroup | None:
+        return next((g for g in self.groups if resource in g.covered), None)
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    namespace: str
+    name: str
+    cluster_queue: str
+
+
+def add_kueue_object(
+    obj: Mapping[str, Any],
+    kind: str,
+    name: str,
+    namespace: str,
+    topologies: dict[str, Topology],
+    flavors: dict[str, Flavor],
+    cqs: dict[str, ClusterQueue],
+    lqs: dict[tuple[str, str], LocalQueue],
+) -> None:
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise InvalidObject.at(f"{kind} {name}: spec", "must be an object")
+    if kind == "Topology":
+        levels = tuple(
+            str(lv.get("nodeLabel", ""))
+            for lv in object_list(spec.get("levels"), f"Topology {name}: spec.levels")
+        )
+        topologies[name] = Topology(name, levels)
+    elif kind == "ResourceFlavor":
+        flavors[name] = Flavor(
+            name=name,
+            node_labels=string_map(spec.get("nodeLabels"), f"ResourceFlavor {name}: spec.nodeLabels"),
+            tolerations=parse_tolerations(
+                spec.get("tolerations"), f"ResourceFlavor {name}: spec.tolerations"
+            ),
+            topology_name=str(spec["topologyName"]) if spec.get("topologyName") else None,
+        )
+    elif kind == "ClusterQueue":
+        cqs[name] = parse_cluster_queue(name, spec)
+    elif kind == "LocalQueue":
+        lqs[(namespace, name)] = LocalQueue(namespace, name, str(spec.get("clusterQueue", "")))
+
+
+def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
+    """Flavors in order, each resource group's quotas, and the cohort (``cohortName`` in
+    v1beta2, ``cohort`` in v1beta1)."""
+    where = f"ClusterQueue {name}: spec.resourceGroups"
+    names: list[str] = []
+    groups = []
+    for i, group in enumerate(object_list(spec.get("resourceGroups"), where)):
+        covered = tuple(str(r) for r in group.get("coveredResources") or [])
+        flavors = []
+        for j, flavor in enumerate(object_list(group.get("flavors"), f"{where}[{i}].flavors")):
+            flavor_name = str(flavor.get("name"))
+            if flavor_name not in names:
+                names.append(flavor_name)
+            flavors.append(_flavor_quota(flavor_name, flavor, f"{where}[{i}].flavors[{j}]"))
+        groups.append(ResourceGroup(covered, tuple(flavors)))
+    cohort = spec.get("cohortName") or spec.get("cohort")
+    return ClusterQueue(name, tuple(names), tuple(groups), str(cohort) if cohort else None)
+
+
+def _flavor_quota(name: str, raw: Mapping[str, Any], where: str) -> FlavorQuota:
+    nominal: dict[str, int] = {}
+    borrowing: dict[str, int] = {}
+    for k, resource in enumerate(object_list(raw.get("resources"), f"{where}.resources")):
+        r = str(resource.get("name", ""))
+        for field, into in (("nominalQuota", nominal), ("borrowingLimit", borrowing)):
+            value = resource.get(field)
+            if value is not None:
+                into[r] = canonical(r, parse_quantity(value, f"{where}.resources[{k}].{field}"))
+    return FlavorQuota(name, nominal, borrowing)
