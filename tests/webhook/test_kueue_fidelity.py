@@ -383,3 +383,90 @@ def test_every_go_true_is_unconstrained(value: str) -> None:
     outcome = review(obj, True, state(gpu_nodes(), queues()))
     assert outcome.allowed and outcome.decision is not None
     assert outcome.decision.pod_sets[0].request.mode.value == "unconstrained"
+
+
+# --- 8. requests as Kueue counts them -------------------------------------------------------------
+
+
+def head_requests(obj: Mapping[str, Any]) -> Mapping[str, int]:
+    from webhook.model.workloads import extract  # noqa: PLC0415 - the adapter under test
+
+    wl = extract(obj)
+    assert wl is not None
+    return wl.pod_sets[0].requests
+
+
+def ray_cluster(**spec: Any) -> dict[str, Any]:
+    obj = load([str(MANIFESTS / "raycluster.yaml")])[0].obj
+    obj = copy.deepcopy(dict(obj))
+    obj["spec"].update(spec)
+    return obj
+
+
+def test_ray_head_counts_the_autoscaler_sidecar() -> None:
+    assert head_requests(ray_cluster()) == {"cpu": 2000, "memory": 8 * 2**30}
+    assert head_requests(ray_cluster(enableInTreeAutoscaling=True)) == {
+        "cpu": 2500,
+        "memory": 8 * 2**30 + 512 * 2**20,
+    }
+    own = {"autoscalerOptions": {"resources": {"requests": {"cpu": "1"}}}}
+    assert head_requests(ray_cluster(enableInTreeAutoscaling=True, **own))["cpu"] == 3000
+
+
+def test_ray_head_counts_the_gcs_fault_tolerance_cleanup() -> None:
+    small = ray_cluster(gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
+    small["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "100m"}
+    }
+    assert head_requests(small) == {"cpu": 200, "memory": 256 * 2**20}
+    annotated = ray_cluster()
+    annotated["metadata"]["annotations"] = {"ray.io/ft-enabled": "True"}
+    assert head_requests(annotated) == {"cpu": 2000, "memory": 8 * 2**30}  # already above
+
+
+def test_rayjob_sidecar_mode_adds_the_submitter_to_the_head() -> None:
+    cluster = ray_cluster()
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "rj", "namespace": "default"},
+        "spec": {"submissionMode": "SidecarMode", "rayClusterSpec": cluster["spec"]},
+    }
+    assert head_requests(job) == {"cpu": 2500, "memory": 8 * 2**30 + 200 * 2**20}
+
+
+def limit_range(namespace: str = NAMESPACE, **limits: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults", "namespace": namespace},
+        "spec": {"limits": [{"type": "Container", **limits}]},
+    }
+
+
+def test_limit_range_defaults_fill_what_containers_leave_out() -> None:
+    obj = stored("job")
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: "8"}}
+    lr = limit_range(defaultRequest={"cpu": "30"}, default={"memory": "400Gi"})
+    cluster = state(gpu_nodes(), queues(), [lr])
+    outcome = review(obj, True, cluster)
+    assert outcome.decision is not None
+    assert dict(outcome.decision.pod_sets[0].requests) == {"cpu": 30_000, "memory": 400 * 2**30, GPU: 8}
+    assert outcome.allowed  # 30 cpu fit a 64-cpu node
+    bigger = state(gpu_nodes(), queues(), [limit_range(defaultRequest={"cpu": "100"})])
+    assert review(obj, True, bigger).reason is Reason.NEVER_FITS
+
+
+def test_runtime_class_overhead_is_counted() -> None:
+    obj = stored("job")
+    obj["spec"]["template"]["spec"]["runtimeClassName"] = "kata"
+    kata = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": "kata"},
+        "handler": "kata",
+        "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}},
+    }
+    outcome = review(obj, True, state(gpu_nodes(), queues(), [kata]))
+    assert outcome.decision is not None
+    assert outcome.decision.pod_sets[0].requests["cpu"] == 1250

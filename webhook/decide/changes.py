@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.model import annotations as ann
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults
 from webhook.model.podset import WorkloadView, view_workload
 from webhook.model.workloads import RuntimeKey, extract
 from webhook.wire.errors import BadRequest, InvalidObject
@@ -21,10 +22,11 @@ def placement_changed(
     new_obj: Mapping[str, Any],
     new: WorkloadView,
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]],
+    defaults: PodDefaults = NO_DEFAULTS,
 ) -> bool:
     """Whether ``new`` (read from ``new_obj``) differs from ``old``; an unreadable old one differs."""
     try:
-        before = extract(old, runtimes, new.workload.namespace)
+        before = extract(old, runtimes, new.workload.namespace, defaults)
     except (InvalidObject, BadRequest):
         return True
     if before is None:

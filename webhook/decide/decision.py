@@ -50,8 +50,9 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         # workload that stays suspended (queued, not admitted) is the user's to be judged.
         return _with(base, Reason.NOT_SUSPENDED)
     exempt = base.namespace in policy.exempt_namespaces
+    defaults = state.pod_defaults(base.namespace)
     try:
-        wl = extract(obj, state.runtimes, base.namespace)
+        wl = extract(obj, state.runtimes, base.namespace, defaults)
     except InvalidObject as exc:
         return _with(base, Reason.EXEMPT) if exempt else _deny(base, Reason.INVALID, str(exc))
     if wl is None:
@@ -72,7 +73,9 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     if wl.unresolved:
         return _with(base, Reason.UNRESOLVED, warnings=(messages.clip(f"not checked: {wl.unresolved}"),))
     view = view_workload(wl)
-    if review.old_obj is not None and not placement_changed(review.old_obj, obj, view, state.runtimes):
+    if review.old_obj is not None and not placement_changed(
+        review.old_obj, obj, view, state.runtimes, defaults
+    ):
         return _with(base, Reason.UNCHANGED)
     queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
     resolution = resolve(state, base.namespace, queue, policy.default_topology)

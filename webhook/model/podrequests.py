@@ -12,6 +12,13 @@ This is the project's one request calculator. It follows Kubernetes ``PodRequest
   hugepages; a pod-level limit stands in only where no container asked for that resource;
 * ``spec.overhead`` is added last.
 
+Kueue adjusts the pod spec before it counts (``workload.AdjustResources``), and so does the API
+server's admission (LimitRanger, RuntimeClass) before a pod runs; ``PodDefaults`` carries what
+those steps need: a RuntimeClass's ``overhead.podFixed`` for a pod that names it and states no
+overhead, then the namespace's LimitRange ``defaultRequest``/``default`` for what a container
+(or, where pod-level resources are set, the pod) leaves out, and finally limits stand in for
+missing requests.
+
 Amounts are summed exactly and rounded once at the end (``quantity.canonical``), as Kubernetes
 rounds the summed Quantity. Resources that come out as zero are left out. The ``pods: 1`` entry
 is the scorer's business, not this module's.
@@ -20,6 +27,7 @@ is the scorer's business, not this module's.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -28,14 +36,40 @@ from webhook.wire.errors import FieldError, InvalidObject
 
 Amounts = dict[str, Fraction]
 
+
+@dataclass(frozen=True)
+class PodDefaults:
+    """What the namespace and cluster fill into a pod spec before Kueue counts it."""
+
+    container_requests: Mapping[str, Fraction] = field(default_factory=dict)  # LimitRange defaultRequest
+    container_limits: Mapping[str, Fraction] = field(default_factory=dict)  # LimitRange default
+    pod_requests: Mapping[str, Fraction] = field(default_factory=dict)
+    pod_limits: Mapping[str, Fraction] = field(default_factory=dict)
+    overheads: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # RuntimeClass name
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.container_requests,
+                self.container_limits,
+                self.pod_requests,
+                self.pod_limits,
+                self.overheads,
+            )
+        )
+
+
+NO_DEFAULTS = PodDefaults()
+
 _POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
 
 
 class _Reader:
     """Walks a pod spec, collecting every field error so the user sees them all at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, defaults: PodDefaults) -> None:
         self.errors: list[FieldError] = []
+        self.defaults = defaults
 
     def mapping(self, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
         value = parent.get(key)
@@ -78,23 +112,31 @@ class _Reader:
         return found
 
     def effective_requests(self, container: Mapping[str, Any], path: str) -> Amounts:
-        """A container's requests, with its limits standing in for requests it leaves out."""
+        """A container's requests: LimitRange ``defaultRequest`` for what it leaves out, then its
+        limits (with LimitRange ``default`` filled in) for what is still missing."""
         resources = self.mapping(container, "resources", path)
         requests = self.amounts(resources, "requests", f"{path}.resources")
         limits = self.amounts(resources, "limits", f"{path}.resources")
-        return {**limits, **requests}
+        d = self.defaults
+        return {**d.container_limits, **limits, **d.container_requests, **requests}
 
 
-def pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
+def pod_requests(
+    pod_spec: Mapping[str, Any], path: str, defaults: PodDefaults = NO_DEFAULTS
+) -> dict[str, int]:
     """Canonical per-pod requests (milli-CPU, whole units otherwise), zeros left out.
 
     ``path`` is the field path of ``pod_spec`` itself, e.g. ``spec.template.spec``; errors name
     the exact offending field under it. Raises ``InvalidObject`` with every error found.
     """
-    reader = _Reader()
+    reader = _Reader(defaults)
     total = _containers_total(reader, pod_spec, path)
     _apply_pod_level(reader, pod_spec, path, total)
-    _add(total, reader.amounts(pod_spec, "overhead", path))
+    overhead = reader.amounts(pod_spec, "overhead", path)
+    runtime_class = pod_spec.get("runtimeClassName")
+    if not overhead and isinstance(runtime_class, str):
+        overhead = dict(defaults.overheads.get(runtime_class, {}))
+    _add(total, overhead)
     if reader.errors:
         raise InvalidObject(reader.errors)
     result = {name: canonical(name, value, path) for name, value in sorted(total.items())}
@@ -120,10 +162,19 @@ def _containers_total(reader: _Reader, spec: Mapping[str, Any], path: str) -> Am
 
 
 def _apply_pod_level(reader: _Reader, spec: Mapping[str, Any], path: str, total: Amounts) -> None:
-    """Pod-level requests override the container total for the resources KEP-2837 covers."""
+    """Pod-level requests override the container total for the resources KEP-2837 covers.
+
+    A pod-level limit stands in only where no container asked for that resource: the API server
+    defaults a missing pod-level request to the containers' sum first, so Kueue (which copies
+    limits into requests still missing) sees that sum. The Pod-type LimitRange defaults apply
+    only where pod-level resources are set at all.
+    """
+    raw = spec.get("resources")
     resources = reader.mapping(spec, "resources", path)
-    requests = reader.amounts(resources, "requests", f"{path}.resources")
-    limits = reader.amounts(resources, "limits", f"{path}.resources")
+    requests = {**(reader.defaults.pod_requests if raw else {})}
+    requests.update(reader.amounts(resources, "requests", f"{path}.resources"))
+    limits = {**(reader.defaults.pod_limits if raw else {})}
+    limits.update(reader.amounts(resources, "limits", f"{path}.resources"))
     for name, value in {**limits, **requests}.items():
         if not (name in _POD_LEVEL_RESOURCES or name.startswith("hugepages-")):
             continue

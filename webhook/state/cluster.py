@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 from scorer import Cluster, Engine
 from scorer.model import PODS, Node, Taint, Toleration
-from webhook.model.podrequests import pod_requests
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
 from webhook.model.quantity import canonical, parse_quantity
 from webhook.model.workloads import RuntimeKey
+from webhook.state.defaults import limit_range_defaults, runtime_overhead
 from webhook.state.fields import metadata, object_list, string_map
 from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
 
@@ -39,6 +41,8 @@ class ClusterState:
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
+    limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
+    overheads: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # RuntimeClass
     generation: int = 0
     engine: Engine | None = None  # the placement engine snapshots use (None: the default one)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
@@ -73,6 +77,11 @@ class ClusterState:
                 self._snapshots[key] = found
         return found
 
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        """What LimitRanges of ``namespace`` and RuntimeClasses fill into its pod specs."""
+        found = self.limit_ranges.get(namespace, NO_DEFAULTS)
+        return replace(found, overheads=self.overheads) if self.overheads else found
+
     def level_has_nodes(self, level: str) -> bool:
         return any(level in n.labels for n in self.nodes)
 
@@ -97,6 +106,8 @@ def build_state(
     lqs: dict[tuple[str, str], LocalQueue] = {}
     namespaces: dict[str, Mapping[str, str]] = {}
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = {}
+    limit_ranges: dict[str, list[Mapping[str, Any]]] = {}
+    overheads: dict[str, Mapping[str, Fraction]] = {}
     for obj in objects:
         kind, group = obj.get("kind"), str(obj.get("apiVersion", "")).split("/")[0]
         meta = metadata(obj)
@@ -107,6 +118,10 @@ def build_state(
             _add_pod_usage(obj, usage)
         elif kind == "Namespace" and group == "v1":
             namespaces[name] = string_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
+        elif kind == "LimitRange" and group == "v1":
+            limit_ranges.setdefault(str(meta.get("namespace", "")), []).append(obj)
+        elif kind == "RuntimeClass" and group == "node.k8s.io":
+            overheads[name] = runtime_overhead(obj)
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
             runtimes[(str(kind), str(meta.get("namespace", "") or ""), name)] = obj
         elif group == KUEUE_GROUP:
@@ -123,6 +138,8 @@ def build_state(
         local_queues=lqs,
         namespaces=namespaces,
         runtimes=runtimes,
+        limit_ranges={ns: limit_range_defaults(objs) for ns, objs in limit_ranges.items()},
+        overheads=overheads,
         generation=generation,
         engine=engine,
     )

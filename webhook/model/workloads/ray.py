@@ -5,14 +5,20 @@ PodSets: ``head`` (1), then one per worker group named by its lower-cased ``grou
 (KubeRay's default) adds a last PodSet ``submitter`` for the submitter Job's pod; without
 ``submitterPodTemplate`` Kueue assumes KubeRay's default submitter, reproduced here. A RayJob that
 targets an existing cluster via ``clusterSelector`` is not managed by Kueue at all.
+
+The head counts what KubeRay adds to its pod, as Kueue's ``BuildPodSets`` does: the autoscaler
+sidecar (``enableInTreeAutoscaling``), the GCS fault-tolerance Redis cleanup (its 200m / 256Mi
+raise the Ray container's requests), and in ``SidecarMode`` the job submitter container.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 from webhook.model.paths import Path, field_path
+from webhook.model.quantity import parse_quantity
 from webhook.model.workloads.base import (
     Context,
     PodSetTemplate,
@@ -21,6 +27,7 @@ from webhook.model.workloads.base import (
     count_at,
     list_at,
     lookup,
+    mapping_at,
     pod_set,
     pod_set_from,
     string_map,
@@ -30,6 +37,12 @@ from webhook.wire.errors import InvalidObject
 
 SCHEDULER_LABEL = "ray.io/scheduler-name"
 SUBMITTER_PATH: Path = ("spec", "submitterPodTemplate")
+
+
+FT_ANNOTATION = "ray.io/ft-enabled"
+REDIS_CLEANUP = {"cpu": "200m", "memory": "256Mi"}
+AUTOSCALER = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
+SUBMITTER = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}
 
 
 def ray_cluster(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
@@ -42,19 +55,75 @@ def ray_job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
     if lookup(obj, ("spec", "clusterSelector"), required=False):
         reason = "spec.clusterSelector: the job runs on an existing RayCluster; Kueue does not manage it"
         return workload(obj, ctx, [], unresolved=reason)
-    pod_sets = cluster_pod_sets(obj, ("spec", "rayClusterSpec"))
-    if (lookup(obj, ("spec", "submissionMode"), required=False) or "K8sJobMode") == "K8sJobMode":
+    mode = lookup(obj, ("spec", "submissionMode"), required=False) or "K8sJobMode"
+    pod_sets = cluster_pod_sets(obj, ("spec", "rayClusterSpec"), sidecar_submitter=mode == "SidecarMode")
+    if mode == "K8sJobMode":
         pod_sets.append(_submitter(obj, pod_sets[0]))
     return workload(obj, ctx, pod_sets, operator_gang=_operator_gang(obj))
 
 
-def cluster_pod_sets(obj: Mapping[str, Any], spec_path: Path) -> list[PodSetTemplate]:
+def cluster_pod_sets(
+    obj: Mapping[str, Any], spec_path: Path, sidecar_submitter: bool = False
+) -> list[PodSetTemplate]:
     """``head`` then each worker group, in ``workerGroupSpecs`` order."""
-    pod_sets = [pod_set("head", 1, obj, (*spec_path, "headGroupSpec", "template"))]
+    pod_sets = [_head(obj, spec_path, sidecar_submitter)]
     groups_path: Path = (*spec_path, "workerGroupSpecs")
     for i in range(len(list_at(obj, groups_path, required=False))):
         pod_sets.append(_worker_group(obj, (*groups_path, i)))
     return pod_sets
+
+
+def _head(obj: Mapping[str, Any], spec_path: Path, sidecar_submitter: bool) -> PodSetTemplate:
+    """The head PodSet with the containers KubeRay adds to the head pod, as Kueue counts them."""
+    path: Path = (*spec_path, "headGroupSpec", "template")
+    cluster = mapping_at(obj, spec_path)
+    template = copy.deepcopy(dict(mapping_at(obj, path)))
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        return pod_set("head", 1, obj, path)  # pod_set names the bad field
+    containers = list(spec.get("containers") or [])
+    if _fault_tolerant(obj, cluster):
+        if not containers or not isinstance(containers[0], Mapping):
+            raise InvalidObject.at(
+                field_path((*path, "spec", "containers")),
+                "cannot account for Redis cleanup resources: "
+                "head pod template must include the Ray container",
+            )
+        containers[0] = _with_min_requests(containers[0], REDIS_CLEANUP, (*path, "spec", "containers", 0))
+    if cluster.get("enableInTreeAutoscaling") is True:
+        options = cluster.get("autoscalerOptions")
+        own = options.get("resources") if isinstance(options, Mapping) else None
+        containers.append({"name": "autoscaler", "resources": own if own is not None else AUTOSCALER})
+    if sidecar_submitter:
+        containers.append({"name": "ray-job-submitter", "resources": SUBMITTER})
+    spec["containers"] = containers
+    return pod_set_from("head", 1, template, path)
+
+
+def _fault_tolerant(obj: Mapping[str, Any], cluster: Mapping[str, Any]) -> bool:
+    """KubeRay's ``IsGCSFaultToleranceEnabled``: the annotation, or GCS FT options set."""
+    annotation = string_map(obj, "annotations").get(FT_ANNOTATION)
+    return (isinstance(annotation, str) and annotation.lower() == "true") or (
+        cluster.get("gcsFaultToleranceOptions") is not None
+    )
+
+
+def _with_min_requests(
+    container: Mapping[str, Any], minimum: Mapping[str, str], path: Path
+) -> dict[str, Any]:
+    """``MergeResourceListKeepMax`` on the container's own requests (limits untouched)."""
+    out = dict(container)
+    resources = dict(out.get("resources") or {}) if isinstance(out.get("resources"), Mapping) else {}
+    requests = dict(resources.get("requests") or {}) if isinstance(resources.get("requests"), Mapping) else {}
+    for resource, amount in minimum.items():
+        where = field_path((*path, "resources", "requests", resource))
+        if resource not in requests or parse_quantity(requests[resource], where) < parse_quantity(
+            amount, where
+        ):
+            requests[resource] = amount
+    resources["requests"] = requests
+    out["resources"] = resources
+    return out
 
 
 def _worker_group(obj: Mapping[str, Any], group_path: Path) -> PodSetTemplate:

@@ -9,9 +9,12 @@ admit them untouched and say why it did not look closer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from webhook.model.paths import field_path
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
 from webhook.model.workloads.base import (
     Context,
     RuntimeKey,
@@ -84,11 +87,14 @@ def extract(
     obj: Mapping[str, Any],
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = _NO_RUNTIMES,
     namespace: str = "",
+    defaults: PodDefaults = NO_DEFAULTS,
 ) -> WorkloadPodSets | None:
     """The object's PodSets in Kueue's order, or None when it is not a workload to judge.
 
     ``runtimes`` holds the Trainer runtimes a TrainJob may reference, by (kind, namespace, name);
     ``namespace`` stands in when the object's metadata has none (the AdmissionRequest's).
+    ``defaults`` (LimitRange, RuntimeClass) are applied to every PodSet's requests, as Kueue
+    applies them before it counts.
     None also covers an object controlled by a known workload: its parent is the workload.
     Raises ``BadRequest`` when ``obj`` is not an object, ``InvalidObject`` when a field is bad.
     """
@@ -97,7 +103,17 @@ def extract(
     adapter = ADAPTERS.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
     if adapter is None or owned_by_workload(obj):
         return None
-    return adapter(obj, Context(namespace, runtimes))
+    found = adapter(obj, Context(namespace, runtimes))
+    return _with_defaults(found, defaults) if defaults else found
+
+
+def _with_defaults(wl: WorkloadPodSets, defaults: PodDefaults) -> WorkloadPodSets:
+    pod_sets = []
+    for p in wl.pod_sets:
+        spec_path = field_path((*p.template_path, "spec"))
+        requests = pod_requests(p.template["spec"], spec_path, defaults)
+        pod_sets.append(replace(p, requests=MappingProxyType(requests)))
+    return replace(wl, pod_sets=tuple(pod_sets))
 
 
 def suspended(obj: Mapping[str, Any]) -> bool | None:
