@@ -63,8 +63,16 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
     mirror.replace("pods", [])
     mirror.replace("namespaces", [])
     assert not mirror.ready and mirror.freshness() is None
-    for kind in ("topologies", "resourceflavors", "clusterqueues"):
+    for kind in (
+        "topologies",
+        "resourceflavors",
+        "clusterqueues",
+        "trainingruntimes",
+        "clustertrainingruntimes",
+    ):
         mirror.mark_absent(kind)
+    mirror.replace("limitranges", [])
+    mirror.replace("runtimeclasses", [])
     assert not mirror.ready
     mirror.replace("localqueues", [])
     assert mirror.ready and mirror.freshness() is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -55,3 +56,16 @@ def test_deployment_is_hardened() -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["resources"]["requests"]
     assert pod["affinity"]["podAntiAffinity"]
+
+
+def test_match_conditions_skip_exactly_the_children_the_code_skips() -> None:
+    """The webhook's owner rule and the decision's (``owned_by_workload``) name the same kinds."""
+    from webhook.model.workloads.registry import ADAPTERS  # noqa: PLC0415 - the code's one list
+
+    wanted = {f"{version}/{kind}" for version, kind in ADAPTERS if kind != "Pod"}
+    docs = list(yaml.safe_load_all((ROOT / "manifests" / "base" / "webhooks.yaml").read_text()))
+    for doc in docs:
+        (hook,) = doc["webhooks"]
+        (owned,) = [c for c in hook["matchConditions"] if c["name"] == "not-owned-by-a-judged-workload"]
+        listed = set(re.findall(r"'([a-z][^']*/[A-Z][A-Za-z]*)'", owned["expression"]))
+        assert listed == wanted

@@ -34,6 +34,8 @@ log = logging.getLogger("tasgate.live")
 
 LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 KUEUE = "kueue.x-k8s.io"
+TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
+TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 
 Lister = Callable[..., Awaitable[Any]]
 
@@ -65,6 +67,12 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
     def core(method: str) -> Callable[[client.ApiClient], Lister]:
         return lambda api: getattr(client.CoreV1Api(api), method)
 
+    def trainer(plural: str) -> Callable[[client.ApiClient], Lister]:
+        return custom(TRAINER_GROUP, TRAINER_VERSION, plural)
+
+    def node(method: str) -> Callable[[client.ApiClient], Lister]:
+        return lambda api: getattr(client.NodeV1Api(api), method)
+
     kueue = f"{KUEUE}/{kueue_version}"
     return [
         Kind("nodes", "v1", "Node", core("list_node")),
@@ -82,6 +90,18 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
         ),
         Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
         Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
+        # What Kueue applies to pod specs before it counts them.
+        Kind("limitranges", "v1", "LimitRange", core("list_limit_range_for_all_namespaces")),
+        Kind("runtimeclasses", "node.k8s.io/v1", "RuntimeClass", node("list_runtime_class")),
+        # A TrainJob's PodSets live in its runtime.
+        Kind("trainingruntimes", TRAINER, "TrainingRuntime", trainer("trainingruntimes"), True),
+        Kind(
+            "clustertrainingruntimes",
+            TRAINER,
+            "ClusterTrainingRuntime",
+            trainer("clustertrainingruntimes"),
+            True,
+        ),
     ]
 
 
