@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from webhook.live.holder import StateHolder
@@ -149,5 +150,131 @@ async def test_publisher_swaps_the_state_and_keeps_it_fresh() -> None:
             await asyncio.sleep(0.01)
         assert holder.current is not before and len(holder.current.nodes) == 2
         assert before is not None and len(before.nodes) == 1, "a published state is never mutated"
+    finally:
+        task.cancel()
+
+
+# --- freshness: the watches are connected and current -------------------------------------------
+
+
+class FakeStream:
+    """A watch response: the given lines, then silence for ``hold`` seconds, then the end."""
+
+    def __init__(self, lines: list[bytes], hold: float) -> None:
+        self.lines, self.hold = list(lines), hold
+
+    async def readline(self) -> bytes:
+        if self.lines:
+            return self.lines.pop(0)
+        await asyncio.sleep(self.hold)
+        self.hold = 0
+        return b""
+
+
+class FakeResponse:
+    def __init__(self, lines: list[bytes], hold: float = 0.0) -> None:
+        self.status = 200
+        self.content = FakeStream(lines, hold)
+
+    async def __aenter__(self) -> FakeResponse:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def release(self) -> None:
+        return None
+
+
+def event(kind: str, obj: dict[str, Any]) -> bytes:
+    import orjson  # noqa: PLC0415
+
+    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+
+def aged_mirror(seconds: float) -> Mirror:
+    """Every kind synced ``seconds`` ago: what a quiet cluster looks like long after the lists."""
+    mirror = synced_mirror()
+    for kind in mirror.synced:
+        mirror.synced[kind] -= seconds
+    return mirror
+
+
+async def test_an_open_silent_watch_keeps_its_kind_fresh() -> None:
+    """A quiet, healthy cluster never goes stale: a connected watch is current however silent."""
+    from webhook.live.watch import WatchSettings, _watch  # noqa: PLC0415
+
+    (nodes,) = [k for k in kinds() if k.name == "nodes"]
+    mirror = aged_mirror(1000.0)
+    for kind in mirror.watched:
+        mirror.connected(kind)
+    mirror.disconnected("nodes")
+    mirror.synced["nodes"] -= 1000.0
+
+    async def lister(**kw: Any) -> FakeResponse:
+        assert kw["allow_watch_bookmarks"] is True
+        return FakeResponse([], hold=0.5)
+
+    watching = asyncio.create_task(_watch(lister, nodes, mirror, WatchSettings(), "10"))
+    await asyncio.sleep(0.3)  # the watch is open and has said nothing yet
+    fresh = mirror.freshness()
+    assert fresh is not None and time.monotonic() - fresh < 0.1, "a connected, silent watch is fresh"
+    assert await watching == "10"
+    await asyncio.sleep(0.3)  # the watch ended: the kind now ages from the moment it ended
+    fresh = mirror.freshness()
+    assert fresh is not None and 0.25 < time.monotonic() - fresh < 1.0
+
+
+async def test_bookmarks_refresh_and_are_never_applied() -> None:
+    from webhook.live.watch import WatchSettings, _watch  # noqa: PLC0415
+
+    (nodes,) = [k for k in kinds() if k.name == "nodes"]
+    mirror = aged_mirror(1000.0)
+    bookmark = {"kind": "Node", "apiVersion": "v1", "metadata": {"resourceVersion": "42"}}
+
+    async def lister(**kw: Any) -> FakeResponse:
+        return FakeResponse([event("BOOKMARK", bookmark), event("ADDED", node("a", version="43"))])
+
+    before = time.monotonic()
+    assert await _watch(lister, nodes, mirror, WatchSettings(), "10") == "43"
+    assert list(mirror.raw["nodes"]) == ["/a"], "the bookmark is not an object"
+    assert mirror.synced["nodes"] >= before
+
+    async def only_bookmark(**kw: Any) -> FakeResponse:
+        return FakeResponse([event("BOOKMARK", bookmark)])
+
+    mirror.synced["nodes"] -= 1000.0
+    before = time.monotonic()
+    assert await _watch(only_bookmark, nodes, mirror, WatchSettings(), "43") == "42"
+    assert mirror.synced["nodes"] >= before and list(mirror.raw["nodes"]) == ["/a"]
+
+
+def test_only_a_disconnected_kind_ages() -> None:
+    mirror = aged_mirror(500.0)
+    for kind in mirror.watched:
+        mirror.connected(kind)
+    now = time.monotonic()
+    fresh = mirror.freshness()
+    assert fresh is not None and fresh >= now - 0.01
+    mirror.disconnected("pods")
+    mirror.synced["pods"] -= 300.0  # the pods watch has been down for 300 s
+    fresh = mirror.freshness()
+    assert fresh is not None and 299.0 < time.monotonic() - fresh < 301.0
+
+
+async def test_publisher_keeps_a_quiet_connected_cluster_fresh() -> None:
+    """The holder's age (what /readyz and reviews read) stays small on a quiet, connected cluster."""
+    holder = StateHolder()
+    mirror = Mirror(holder, NAMES, debounce=0.01)
+    for kind in mirror.watched:
+        mirror.replace(kind, [])
+        mirror.connected(kind)
+        mirror.synced[kind] -= 1000.0  # listed long ago, nothing happened since
+    mirror.dirty.clear()
+    task = asyncio.create_task(mirror.publish_forever())
+    try:
+        await asyncio.sleep(1.2)
+        age = holder.age()
+        assert age is not None and age < 1.5
     finally:
         task.cancel()

@@ -2,7 +2,11 @@
 
 Watch events land here (`replace` after a list, `apply` per event); when something changed,
 `publish_forever` builds a new `ClusterState` and swaps it into the `StateHolder`, so admission
-requests never wait for a rebuild. Node parses are cached by resourceVersion and pod usage is
+requests never wait for a rebuild.
+
+Freshness means "the watches are connected and current": a kind whose watch is open counts as
+fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
+(``healthy``); only a kind whose watch is down ages, from the last moment it was known good. Node parses are cached by resourceVersion and pod usage is
 kept per pod, so a rebuild is a sum, not a re-parse of the cluster.
 """
 
@@ -47,7 +51,8 @@ class Mirror:
         self.raw: dict[str, dict[str, Mapping[str, Any]]] = {k: {} for k in kinds}
         self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
         self.usage: dict[str, tuple[str, dict[str, int]]] = {}  # pod key -> (node, requests)
-        self.synced: dict[str, float] = {}  # kind -> monotonic time of the last healthy list/watch end
+        self.synced: dict[str, float] = {}  # kind -> monotonic time it was last known current
+        self.open: dict[str, float] = {}  # kind -> monotonic time its watch (re)connected
         self.absent: set[str] = set()
         self.dirty = asyncio.Event()
         self.generation = 0
@@ -88,19 +93,37 @@ class Mirror:
             log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
         self.absent.add(kind)
         self.raw[kind] = {}
-        self.healthy(kind)
+        self.connected(kind)  # known absent, re-checked periodically: current until a check fails
         self.dirty.set()
 
     def healthy(self, kind: str) -> None:
+        """``kind`` is current now: a list finished, an event or a bookmark arrived."""
         self.synced[kind] = time.monotonic()
+
+    def connected(self, kind: str) -> None:
+        """The watch of ``kind`` is open (or its absence confirmed): fresh while it stays so."""
+        self.open[kind] = time.monotonic()
+        self.healthy(kind)
+
+    def disconnected(self, kind: str) -> None:
+        """The watch of ``kind`` ended or failed: from now on it ages from its last good moment."""
+        if self.open.pop(kind, None) is not None:
+            self.healthy(kind)  # it was current until this very moment
 
     @property
     def ready(self) -> bool:
         return all(k in self.synced for k in self.watched)
 
     def freshness(self) -> float | None:
-        """When the stalest watched kind was last known good (None before the first sync)."""
-        return min(self.synced.values()) if self.ready else None
+        """When the stalest watched kind was last known current (None before the first sync).
+
+        A kind whose watch is connected is current now; a disconnected one since its last list,
+        event or bookmark.
+        """
+        if not self.ready:
+            return None
+        now = time.monotonic()
+        return min(now if k in self.open else self.synced[k] for k in self.watched)
 
     def build(self) -> ClusterState:
         totals: dict[str, dict[str, int]] = {}

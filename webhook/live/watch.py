@@ -128,8 +128,10 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: 
                 mirror.mark_absent(kind.name)
                 await asyncio.sleep(settings.absent_retry)
                 continue
+            mirror.disconnected(kind.name)
             log.warning("%s: API error %s %s; retrying in %.1fs", kind.name, exc.status, exc.reason, backoff)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
+            mirror.disconnected(kind.name)
             log.warning("%s: %s: %s; retrying in %.1fs", kind.name, type(exc).__name__, exc, backoff)
         await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
         backoff = min(backoff * 2, settings.backoff_max)
@@ -146,7 +148,12 @@ async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
 async def _watch(
     lister: Lister, kind: Kind, mirror: Mirror, settings: WatchSettings, version: str
 ) -> str | None:
-    """One watch request; the next resourceVersion, or None to re-list (410 Gone)."""
+    """One watch request; the next resourceVersion, or None to re-list (410 Gone).
+
+    While the stream is open the kind counts as current (``Mirror.connected``); every event,
+    BOOKMARK included, refreshes it. A BOOKMARK only carries a resourceVersion to resume from:
+    it is never applied as an object.
+    """
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=10, sock_read=settings.watch_seconds + settings.read_slack
     )
@@ -161,21 +168,28 @@ async def _watch(
             **kind.kwargs,
         )
     )
-    async with response:
-        async for line in _lines(response):
-            event = orjson.loads(line)
-            obj = event.get("object") or {}
-            if event.get("type") == "ERROR":
-                if obj.get("code") == 410:
-                    log.info("%s: resourceVersion %s expired (410 Gone); re-listing", kind.name, version)
-                    return None
-                raise ApiException(status=obj.get("code", 500), reason=str(obj.get("message")))
-            version = str((obj.get("metadata") or {}).get("resourceVersion", version))
-            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                mirror.apply(
-                    kind.name, str(event["type"]), {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
-                )
-    mirror.healthy(kind.name)
+    mirror.connected(kind.name)
+    try:
+        async with response:
+            async for line in _lines(response):
+                event = orjson.loads(line)
+                obj = event.get("object") or {}
+                kind_of_event = event.get("type")
+                if kind_of_event == "ERROR":
+                    if obj.get("code") == 410:
+                        log.info("%s: resourceVersion %s expired (410 Gone); re-listing", kind.name, version)
+                        return None
+                    raise ApiException(status=obj.get("code", 500), reason=str(obj.get("message")))
+                version = str((obj.get("metadata") or {}).get("resourceVersion", version))
+                if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
+                    mirror.apply(
+                        kind.name,
+                        str(kind_of_event),
+                        {"apiVersion": kind.api_version, "kind": kind.kind, **obj},
+                    )
+                mirror.healthy(kind.name)  # an event or a BOOKMARK: the stream is current
+    finally:
+        mirror.disconnected(kind.name)
     return version
 
 
