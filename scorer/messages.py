@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scorer.request import RawResult
-from scorer.tree import Tree
 
 
 def go_quote(text: str) -> str:
@@ -15,26 +14,33 @@ def go_quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def exclusion_suffix(
-    tree: Tree, raw: RawResult, taint_names: Sequence[str], resource_names: Sequence[str]
-) -> str:
-    """``. Total nodes: N; excluded: a: 1, b: 2`` with Kueue's sorted reasons, or nothing."""
+Exclusion = tuple[str, int]  # (Kueue's reason, e.g. 'taint "k=v:NoSchedule"', and its node count)
+
+
+def exclusions(
+    raw: RawResult, taint_names: Sequence[str], resource_names: Sequence[str]
+) -> tuple[Exclusion, ...]:
+    """Why nodes were left out, Kueue's reasons in Kueue's (sorted) order."""
     taints: dict[str, int] = {}
     for cls, n in enumerate(raw.taint_counts):
         if n:
             taints[taint_names[cls]] = taints.get(taint_names[cls], 0) + n
-    reasons = [f"taint {go_quote(t)}: {n}" for t, n in taints.items()]
+    reasons = [(f"taint {go_quote(t)}", n) for t, n in taints.items()]
     reasons += [
-        f"resource {go_quote(resource_names[k])}: {n}" for k, n in enumerate(raw.resource_counts) if n
+        (f"resource {go_quote(resource_names[k])}", n) for k, n in enumerate(raw.resource_counts) if n
     ]
     if raw.selector_count:
-        reasons.append(f"nodeSelector: {raw.selector_count}")
+        reasons.append(("nodeSelector", raw.selector_count))
     if raw.affinity_count:
-        reasons.append(f"affinity: {raw.affinity_count}")
-    if not reasons:
+        reasons.append(("affinity", raw.affinity_count))
+    return tuple(sorted(reasons, key=lambda r: f"{r[0]}: {r[1]}"))
+
+
+def exclusion_suffix(total_nodes: int, excluded: Sequence[Exclusion]) -> str:
+    """``. Total nodes: N; excluded: a: 1, b: 2``, or nothing."""
+    if not excluded:
         return ""
-    reasons.sort()
-    return f". Total nodes: {raw.total_nodes}; excluded: {', '.join(reasons)}"
+    return f". Total nodes: {total_nodes}; excluded: {', '.join(f'{r}: {n}' for r, n in excluded)}"
 
 
 def not_fit_message(topology: str, fit: int, total: int, slice_size: int, suffix: str) -> str:

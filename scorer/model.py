@@ -184,6 +184,9 @@ class Placement:
     # Kueue's own placement would break its assumptions here (it logs an error and admits
     # with an empty assignment): not a verdict tasgate should deny on.
     anomaly: bool = False
+    # When it does not fit: the nodes considered and why nodes were left out (Kueue's reasons).
+    total_nodes: int = 0
+    excluded: tuple[tuple[str, int], ...] = ()
 
     def level_row(self, level: str) -> LevelCapacity | None:
         """The per-level capacity row of ``level`` (None when the topology lacks it)."""

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scorer import messages
+from scorer.messages import Exclusion
 from scorer.model import (
     PODS,
     Assignment,
@@ -89,12 +90,25 @@ class View:
         raw = engine.place_group(self.tree, free, request)
         levels = self._levels(raw, resolved.slice_size)
         if raw.status != STATUS_FIT:
-            reason = self._reason(raw, group.workers, resolved, request, names)
+            excluded = self._excluded(raw, group.workers, names) if raw.status == STATUS_NOT_FIT else ()
+            reason = self._reason(raw, group.workers, resolved, excluded)
             total = group.workers.count // resolved.slice_size
             unit = "pod" if resolved.slice_size == 1 else "slice"
             anomaly = raw.status == STATUS_FAILED
             return [
-                Placement(p.name, False, None, reason, raw.fit_count, total, unit, levels, anomaly)
+                Placement(
+                    p.name,
+                    False,
+                    None,
+                    reason,
+                    raw.fit_count,
+                    total,
+                    unit,
+                    levels,
+                    anomaly,
+                    raw.total_nodes,
+                    excluded,
+                )
                 for p in members
             ] + extra
         worker_assignment = self._assignment(raw.worker_leaves, raw.worker_counts)
@@ -153,22 +167,24 @@ class View:
                 flags[leaf] = EXCLUDED_AFFINITY
         return flags
 
+    def _excluded(self, raw: RawResult, workers: PodSetRequest, names: list[str]) -> tuple[Exclusion, ...]:
+        tolerations = (*workers.tolerations, *self.flavor_tolerations)
+        taint_names = [str(first_untolerated(t, tolerations) or "") for t in self.tree.taint_classes]
+        return messages.exclusions(raw, taint_names, names)
+
     def _reason(
         self,
         raw: RawResult,
         workers: PodSetRequest,
         resolved: ResolvedLevels,
-        request: GroupRequest,
-        names: list[str],
+        excluded: tuple[Exclusion, ...],
     ) -> str:
         tree = self.tree
         if raw.status == STATUS_NO_DOMAINS:
             return messages.no_domains_message(tree.levels[raw.level])
         if raw.status != STATUS_NOT_FIT:
             return "Kueue would find no domains for this PodSet (its placement assumptions are violated)"
-        tolerations = (*workers.tolerations, *self.flavor_tolerations)
-        taint_names = [str(first_untolerated(t, tolerations) or "") for t in tree.taint_classes]
-        suffix = messages.exclusion_suffix(tree, raw, taint_names, names)
+        suffix = messages.exclusion_suffix(raw.total_nodes, excluded)
         if resolved.layers:
             layers = [(layer.level, layer.size) for layer in resolved.layers]
             return messages.multi_layer_message(

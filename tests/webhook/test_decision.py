@@ -45,7 +45,7 @@ from tests.webhook.conftest import (
     shape,
     team_job,
 )
-from webhook.decide.messages import WARNING_LIMIT
+from webhook.decide.messages import ADMISSION_WARNING_LIMIT as WARNING_LIMIT
 from webhook.decide.policy import Policy
 from webhook.files.sample import sample_objects
 from webhook.state.cluster import ClusterState, build_state
@@ -298,7 +298,7 @@ def test_trainjob_too_big_for_the_cluster_is_denied(
     # Unannotated (implied): Kueue may spread it, so only the whole topology is the limit.
     assert d.message == (
         'PodSet "node" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
-        "such pods even when empty; ask for at most 32."
+        "such pods even when empty; ask for at most 32 pods."
     )
 
 
@@ -730,5 +730,5 @@ def test_a_request_that_may_spread_is_denied_by_the_whole_topology(
     assert (d.allowed, d.reason) == (False, "never-fits")
     assert d.message == (
         'PodSet "main" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
-        "such pods even when empty; ask for at most 32."
+        "such pods even when empty; ask for at most 32 pods."
     )

@@ -430,3 +430,31 @@ async def test_audit_line_schema(harness: Harness, client: TestClient[web.Reques
         "bestDomain": "b1/b1-r1",
     }
     orjson.dumps(record)  # one JSON line: everything in it serialises
+
+
+async def test_metric_labels_come_from_bounded_sets(
+    client: TestClient[web.Request, web.Application],
+) -> None:
+    """200 reviews with 100 KB random kind, namespace and queue names leave /metrics small."""
+    import secrets  # noqa: PLC0415
+
+    before = len(await (await client.get("/metrics")).read())
+    planted: list[str] = []
+    for i in range(200):
+        obj = manifest("job-rack.yaml")
+        noise = [secrets.token_hex(50 * 1024) for _ in range(3)]  # 100 KB each
+        planted.extend(n[:64] for n in noise)
+        obj["metadata"]["namespace"] = noise[0]
+        obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": noise[1]}
+        body = review(obj, uid=f"noise-{i}")
+        body["request"]["kind"]["kind"] = noise[2] if i % 2 else "Job"
+        body["request"]["namespace"] = noise[0]
+        resp = await client.post("/mutate", data=orjson.dumps(body))
+        assert resp.status == 200
+    text = (await (await client.get("/metrics")).read()).decode()
+    assert len(text) < before + 20_000, f"/metrics grew by {len(text) - before} bytes"
+    assert not any(p in text for p in planted)
+    assert 'namespace="other"' in text and 'kind="other"' in text
+    await post(client, "/mutate", review(manifest("job-rack.yaml")))
+    text = (await (await client.get("/metrics")).read()).decode()
+    assert 'cluster_queue="tas-cluster-queue"' in text and 'namespace="default"' in text

@@ -58,9 +58,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     if wl is None:
         unknown = unknown_workload_reason(obj)
         if unknown:
-            note = messages.clip(
-                f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}"
-            )
+            note = f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}"
             return _with(base, Reason.UNKNOWN_KIND, warnings=(note,))
         return base
     if exempt:
@@ -71,7 +69,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     if not isinstance(labels, Mapping):
         return _deny(base, Reason.INVALID, str(FieldError("metadata.labels", "must be a map of strings")))
     if wl.unresolved:
-        return _with(base, Reason.UNRESOLVED, warnings=(messages.clip(f"not checked: {wl.unresolved}"),))
+        return _with(base, Reason.UNRESOLVED, warnings=((f"not checked: {wl.unresolved}"),))
     view = view_workload(wl)
     if review.old_obj is not None and not placement_changed(
         review.old_obj, obj, view, state.runtimes, defaults
@@ -81,7 +79,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
     base = replace(base, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
-        warning = messages.clip(f"not checked: {resolution.problem}")
+        warning = f"not checked: {resolution.problem}"
         return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
     if not resolution.targets:
         return _with(base, Reason.NO_TAS)
@@ -123,7 +121,7 @@ def _judge(
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
     decision = _verdict(review, base, view, scored, rule if mutable else None, policy)
     if quota.today and decision.allowed:
-        decision = replace(decision, warnings=(*decision.warnings, *(messages.clip(t) for t in quota.today)))
+        decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision
 
 
@@ -152,7 +150,7 @@ def _verdict(
     review: Review, base: Decision, view: WorkloadView, scored: Scored, rule: Rule | None, policy: Policy
 ) -> Decision:
     target = scored.target
-    warnings = [messages.clip(p) for p in scored.plan.problems]
+    warnings = [(p) for p in scored.plan.problems]
     denials = []
     for v, p in zip(scored.verdicts, view.pod_sets, strict=True):
         never, now = v.never, v.now
@@ -162,11 +160,11 @@ def _verdict(
         if not never.fits and not never.anomaly:
             denials.append(_never_message(v, p, never, level, target, policy))
         elif never.anomaly:
-            warnings.append(messages.clip(f'PodSet "{v.name}": {never.reason}'))
+            warnings.append(f'PodSet "{v.name}": {never.reason}')
         else:
             warnings += _partial_warnings(v)
             if not now.fits:
-                warnings.append(messages.waits(p.name, p.count, level, now))
+                warnings.append(messages.waits(p.name, level, now, v.request.mode is Mode.REQUIRED))
     if denials:
         audit = _audit(scored.verdicts, target, Reason.NEVER_FITS)
         message = " ".join(denials)
@@ -184,7 +182,7 @@ def _verdict(
         # Kueue admits each replica group on its own; one PodGroup across them would hold
         # admitted groups back for the others.
         note = f"no gang labels added: its {wl.groups} replica groups are separate gangs"
-        warnings.append(messages.clip(note))
+        warnings.append(note)
         backend = None
     name = gang.group_name(review.obj, review.uid)
     entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
@@ -214,13 +212,17 @@ def _partial_warnings(v: PodSetVerdict) -> list[str]:
             f'PodSet "{v.name}": at most {v.admissible} of {v.count} pods can ever run at once '
             f"(partial admission, minimum {v.min_count})"
         )
-    return [messages.clip(text) for text in out]
+    return out
 
 
 def _never_message(
     v: PodSetVerdict, p: PodSetView, never: Placement, level: str, target: Target, policy: Policy
 ) -> str:
     summary = messages.request_summary(v.requests, policy.gpu_resources)
+    where = messages.Where(target.flavor, target.node_labels, target.topology.name, target.snapshot.nodes)
+    cause = messages.blocking_cause(where, v.requests, never)
+    if cause is not None:
+        return messages.never_fits(v.name, v.count, summary, level, never, None, None, cause=cause)
     view = target.snapshot.never
     row = never.level_row(level)
     best = row.best_domain if row else None

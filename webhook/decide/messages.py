@@ -1,14 +1,24 @@
-"""What tasgate says to people: deny messages in numbers, short warnings, resource summaries."""
+"""What tasgate says to people: the real cause in numbers, and advice that fits it.
+
+A denial or warning names what actually stops the gang, in this order: no node the flavor
+selects at all; a pod larger than the largest node; nodes left out by taints, the nodeSelector or
+required node affinity (with Kueue's counts); and only then capacity, with numbers taken from
+the same rule Kueue uses for the mode (a required level counts its best domain; preferred,
+unconstrained and implied may spread, so they count the whole topology; slices count slices).
+Texts are complete here; the admission edge shortens warnings to Kubernetes' limit.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from scorer.model import HOSTNAME_LABEL, PODS, Placement
+from scorer.model import HOSTNAME_LABEL, PODS, Node, Placement
 from webhook.model.quantity import format_quantity
 
-WARNING_LIMIT = 120
+ADMISSION_WARNING_LIMIT = 256  # the API server truncates longer warnings
 HEADLINE_FALLBACK = ("cpu", "memory")
+NODE_EXCLUSIONS = ("taint ", "nodeSelector", "affinity")
 
 
 def short_level(level: str) -> str:
@@ -32,6 +42,75 @@ def request_summary(requests: Mapping[str, int], gpu_resources: Sequence[str]) -
     return ", ".join(f"{r}: {format_quantity(r, requests[r])}" for r in sorted(names))
 
 
+@dataclass(frozen=True)
+class Where:
+    """What the PodSet was judged on: the flavor, its node selection, and its nodes."""
+
+    flavor: str  # "" for the policy's default topology
+    flavor_labels: Mapping[str, str]
+    topology: str
+    nodes: Sequence[Node]  # the nodes the flavor selects that carry every level label
+
+
+def blocking_cause(where: Where, requests: Mapping[str, int], when_empty: Placement) -> str | None:
+    """What stops even one pod from being placed, beyond capacity: None when only capacity does."""
+    if not where.nodes:
+        selected = ", ".join(f"{k}={v}" for k, v in sorted(where.flavor_labels.items()))
+        flavor = f'ResourceFlavor "{where.flavor}"' + (f" (nodeLabels {selected})" if selected else "")
+        subject = flavor if where.flavor else "the policy's default topology"
+        return (
+            f'no node is selected by {subject} and carries every level label of Topology "{where.topology}": '
+            "label the nodes, or fix the flavor's nodeLabels"
+        )
+    for resource, amount in sorted(requests.items()):
+        largest = max(n.allocatable.get(resource, 0) for n in where.nodes)
+        if amount > largest:
+            have = format_quantity(resource, largest)
+            return (
+                f"one pod asks {resource}: {format_quantity(resource, amount)}, more than the largest node "
+                f"offers ({have}): shrink the pod"
+            )
+    if when_empty.fit_count == 0:
+        return _exclusion_cause(when_empty)
+    return None
+
+
+def _exclusion_cause(placement: Placement) -> str | None:
+    blocking = [(r, n) for r, n in placement.excluded if r.startswith(NODE_EXCLUSIONS)]
+    if not blocking:
+        return None
+    total = placement.total_nodes
+    parts = [f"{_exclusion_name(r)} excludes {n} of {total} nodes" for r, n in blocking]
+    advice = sorted({_advice(r) for r, _ in blocking})
+    rest = [f"{r}: {n}" for r, n in placement.excluded if not r.startswith(NODE_EXCLUSIONS)]
+    others = f" (and {', '.join(rest)})" if rest else ""
+    return f"no node can take these pods: {'; '.join(parts)}{others}; {' and '.join(advice)}"
+
+
+def _exclusion_name(reason: str) -> str:
+    if reason == "nodeSelector":
+        return "the nodeSelector"
+    if reason == "affinity":
+        return "required node affinity"
+    return reason  # 'taint "k=v:NoSchedule"'
+
+
+def _advice(reason: str) -> str:
+    if reason.startswith("taint "):
+        return "tolerate the taint (in the pod template, or in the ResourceFlavor's tolerations)"
+    if reason == "nodeSelector":
+        return "fix the nodeSelector"
+    return "fix the required node affinity"
+
+
+def exclusion_note(placement: Placement) -> str:
+    """Kueue's own exclusion counts, for a message whose main cause is capacity."""
+    if not placement.excluded:
+        return ""
+    listed = ", ".join(f"{r}: {n}" for r, n in placement.excluded)
+    return f" Of {placement.total_nodes} nodes, Kueue left out {listed}."
+
+
 def never_fits(
     pod_set: str,
     count: int,
@@ -41,23 +120,28 @@ def never_fits(
     limiting: str | None,
     whole_topology: int | None,
     spreads: bool = False,
+    cause: str | None = None,
 ) -> str:
-    """The deny message: the request, the level, the best domain and what it holds, what would fit.
+    """The deny message: the request, what stops it, and what would fit.
 
     ``spreads``: the request may spread over domains (preferred, unconstrained, implied), so
-    only the whole topology's capacity is the limit worth naming.
+    Kueue's own count over the whole topology is the limit worth naming.
     """
     head = f'PodSet "{pod_set}" ({count} pods × {summary})'
-    if spreads and whole_topology is not None:
+    if cause is not None:
+        return f"{head} can never be placed: {cause}."
+    unit = "such pods" if never.unit == "pod" else "slices"
+    if spreads:
+        held = never.fit_count
+        pods = held if never.unit == "pod" else held * (count // max(never.total_count, 1))
         return (
-            f"{head} can never be placed: the whole topology holds only {whole_topology} such pods "
-            f"even when empty; ask for at most {whole_topology}."
+            f"{head} can never be placed: the whole topology holds only {held} {unit} even when empty; "
+            f"ask for at most {pods} pods.{exclusion_note(never)}"
         )
     table = never.levels
     row = never.level_row(level)
     if row is None or not table:
         return f"{head} can never be placed: {never.reason}"
-    unit = "such pods" if never.unit == "pod" else "slices"
     held = row.max_pods if never.unit == "pod" else row.max_slices
     limited = f" (limited by {limiting})" if limiting else ""
     largest = f"the largest {short_level(level)} holds {held} {unit} even when empty{limited}"
@@ -76,20 +160,20 @@ def never_fits(
     else:
         total = whole_topology if whole_topology is not None else table[0].max_pods
         hint = f" The whole topology holds only {total} such pods even when empty; ask for at most {total}."
-    return f'{head} can never fit one "{level}" domain: {largest}.{hint}'
+    return f'{head} can never fit one "{level}" domain: {largest}.{hint}{exclusion_note(never)}'
 
 
-def waits(pod_set: str, count: int, level: str, now: Placement) -> str:
-    """A warning (≤120 chars): fits the empty cluster, not the current free capacity."""
-    row = now.level_row(level)
-    free = row.max_pods if row else now.fit_count
-    missing = max(count - free, 0)
-    text = (
-        f'PodSet "{pod_set}" must wait: the best {short_level(level)} has room for {free} of {count} pods '
-        f"now ({missing} short); it fits when capacity frees up"
+def waits(pod_set: str, level: str, now: Placement, required: bool) -> str:
+    """Fits the empty cluster, not the current free capacity: Kueue's own numbers for the mode."""
+    unit = "pods" if now.unit == "pod" else "slices"
+    where = f"the best {short_level(level)}" if required else "the topology"
+    short = max(now.total_count - now.fit_count, 0)
+    return (
+        f'PodSet "{pod_set}" must wait: {where} has room for {now.fit_count} of {now.total_count} {unit} '
+        f"now ({short} short); it fits when capacity frees up"
     )
-    return clip(text)
 
 
-def clip(text: str, limit: int = WARNING_LIMIT) -> str:
+def clip(text: str, limit: int = ADMISSION_WARNING_LIMIT) -> str:
+    """Shorten an admission warning to ``limit``; the numbers and the fix come first in every text."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.decide.decision import decide
+from webhook.decide.messages import clip
 from webhook.decide.patch import added_keys
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
@@ -43,21 +44,22 @@ def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: 
     if decision.reason in (Reason.UNCHANGED, Reason.NOT_SUSPENDED):
         return Outcome(True, decision.reason)
     audit = dict(decision.audit)
+    warnings = tuple(clip(w) for w in decision.warnings)  # Kubernetes' limit; the CLI keeps it all
     if not decision.allowed:
         code = 422 if decision.reason is Reason.INVALID else 403
-        return Outcome(False, decision.reason, decision.message, code, decision.warnings, (), audit, decision)
+        return Outcome(False, decision.reason, decision.message, code, warnings, (), audit, decision)
     if mutating:
-        return Outcome(True, decision.reason, "", None, decision.warnings, decision.patch, audit, decision)
+        return Outcome(True, decision.reason, "", None, warnings, decision.patch, audit, decision)
     if decision.patch:
-        return _mutation_missing(decision)
-    return Outcome(True, decision.reason, "", None, decision.warnings, (), audit, decision)
+        return _mutation_missing(decision, warnings)
+    return Outcome(True, decision.reason, "", None, warnings, (), audit, decision)
 
 
-def _mutation_missing(decision: Decision) -> Outcome:
+def _mutation_missing(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
     missing = sorted({key for op in decision.patch for key in added_keys(op)})
     message = (
         "tasgate's mutation is missing from this object (is the tasgate mutating webhook registered "
         f"and reached?): expected {', '.join(missing)}"
     )
     audit = {"decision": Reason.MUTATION_MISSING.value}
-    return Outcome(False, Reason.MUTATION_MISSING, message, 403, decision.warnings, (), audit, decision)
+    return Outcome(False, Reason.MUTATION_MISSING, message, 403, warnings, (), audit, decision)

@@ -6,7 +6,8 @@ they are never dressed up as "does not fit".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from scorer import Cluster
 from webhook.decide.policy import DefaultTopology
@@ -21,6 +22,7 @@ class Target:
     flavor: str  # "" for the policy's default topology
     topology: Topology
     snapshot: Cluster
+    node_labels: Mapping[str, str] = field(default_factory=dict)  # the flavor's node selection
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> 
     if not topology.levels:
         problems.append(f'Topology "{topology.name}" has no levels')
         return None
-    return Target(flavor.name, topology, state.flavor_snapshot(flavor, topology))
+    return Target(flavor.name, topology, state.flavor_snapshot(flavor, topology), flavor.node_labels)
 
 
 def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:

@@ -20,6 +20,7 @@ import scorer
 from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome, judge
 from webhook.live.podgroups import Intent
+from webhook.model.workloads.registry import ADAPTERS
 from webhook.serve.audit import audit_record
 from webhook.serve.keys import (
     AUDIT,
@@ -32,6 +33,7 @@ from webhook.serve.keys import (
     STATE,
     Settings,
 )
+from webhook.state.cluster import ClusterState
 from webhook.wire.admission import AdmissionRequest, MalformedReview, parse_review, parse_timeout
 from webhook.wire.admission import review_response as respond
 
@@ -158,16 +160,46 @@ def _record(
     app[AUDIT](audit_record(req, outcome, endpoint, latency_us, state.generation if state else None))
     m = app[METRICS]
     m.decision_seconds.labels(endpoint).observe(latency_us / 1e6)
+    endpoint_, operation, kind, cluster_queue, local_queue, namespace = request_labels(
+        state, endpoint, req, d.cluster_queue if d else None, d.queue if d else None
+    )
     m.requests.labels(
-        endpoint,
-        req.operation,
-        req.kind,
-        "allow" if outcome.allowed else "deny",
-        outcome.reason.value,
-        (d.cluster_queue if d else None) or "",
-        (d.queue if d else None) or "",
-        req.namespace,
+        endpoint=endpoint_,
+        operation=operation,
+        kind=kind,
+        decision="allow" if outcome.allowed else "deny",
+        reason=outcome.reason.value,
+        cluster_queue=cluster_queue,
+        local_queue=local_queue,
+        namespace=namespace,
     ).inc()
+
+
+OTHER = "other"  # the label value of anything not in a bounded set
+ENDPOINTS = frozenset({"mutate", "validate"})
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+KINDS = frozenset(kind for _, kind in ADAPTERS)
+
+
+def request_labels(
+    state: ClusterState | None, endpoint: str, req: AdmissionRequest, cluster_queue: str | None, queue: str | None
+) -> tuple[str, str, str, str, str, str]:
+    """endpoint, operation, kind, cluster_queue, local_queue, namespace: every value from a bounded set.
+
+    A request carries whatever its sender wrote; only names the cluster state holds (or fixed
+    sets) become label values, anything else is "other", so no request can grow /metrics.
+    """
+    namespaces = state.namespaces if state else {}
+    cq = cluster_queue if cluster_queue and state and cluster_queue in state.cluster_queues else None
+    lq = queue if queue and state and (req.namespace, queue) in state.local_queues else None
+    return (
+        endpoint if endpoint in ENDPOINTS else OTHER,
+        req.operation if req.operation in OPERATIONS else OTHER,
+        req.kind if req.kind in KINDS else OTHER,
+        "" if not cluster_queue else cq or OTHER,
+        "" if not queue else lq or OTHER,
+        req.namespace if req.namespace in namespaces else OTHER,
+    )
 
 
 def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: Outcome) -> None:

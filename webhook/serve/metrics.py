@@ -1,5 +1,8 @@
 """Prometheus metrics, labelled to join with Kueue's (`cluster_queue`, `local_queue`, `namespace`).
 
+Every label value comes from a bounded set (``handlers.request_labels``): names the cluster
+state holds, the known workload kinds, fixed endpoints and operations, else "other".
+
 Request metrics are updated per review; topology gauges are computed on scrape from the
 current cluster state, once per state generation.
 """
