@@ -2,12 +2,12 @@
 
 Watch events land here (`replace` after a list, `apply` per event); when something changed,
 `publish_forever` builds a new `ClusterState` and swaps it into the `StateHolder`, so admission
-requests never wait for a rebuild.
+requests never wait for a rebuild. Node parses are cached by resourceVersion and pod usage is
+kept per pod, so a rebuild is a sum, not a re-parse of the cluster.
 
 Freshness means "the watches are connected and current": a kind whose watch is open counts as
 fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
-(``healthy``); only a kind whose watch is down ages, from the last moment it was known good. Node parses are cached by resourceVersion and pod usage is
-kept per pod, so a rebuild is a sum, not a re-parse of the cluster.
+(``healthy``); only a kind whose watch is down ages, from the last moment it was known good.
 """
 
 from __future__ import annotations
