@@ -182,7 +182,11 @@ KINDS = frozenset(kind for _, kind in ADAPTERS)
 
 
 def request_labels(
-    state: ClusterState | None, endpoint: str, req: AdmissionRequest, cluster_queue: str | None, queue: str | None
+    state: ClusterState | None,
+    endpoint: str,
+    req: AdmissionRequest,
+    cluster_queue: str | None,
+    queue: str | None,
 ) -> tuple[str, str, str, str, str, str]:
     """endpoint, operation, kind, cluster_queue, local_queue, namespace: every value from a bounded set.
 
