@@ -28,6 +28,8 @@ from tests.webhook.conftest import (
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 TOP_KEYS = {
+    "source",
+    "outcome",
     "apiVersion",
     "kind",
     "namespace",
@@ -46,17 +48,32 @@ TOP_KEYS = {
     "generation",
     "podSets",
 }
-POD_SET_KEYS = {"name", "count", "requests", "topologyRequest", "flavor", "now", "never", "levels"}
+POD_SET_KEYS = {
+    "name",
+    "count",
+    "requests",
+    "topologyRequest",
+    "flavor",
+    "judged",
+    "minCount",
+    "admittedNow",
+    "admissible",
+    "now",
+    "whenEmpty",
+    "levels",
+}
 PLACEMENT_KEYS = {"fits", "maxPods", "message", "assignmentLevels", "assignment"}
 
 
 def check_json(*args: str, stdin: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+    """Exit code and the results of the versioned report."""
     run = tasgate("check", "-o", "json", *args, stdin=stdin)
     assert run.code in (EXIT_OK, EXIT_DENIED), run.err
     assert run.err == ""
-    out = json.loads(run.out)
-    assert isinstance(out, list)
-    return run.code, out
+    report = json.loads(run.out)
+    assert (report["apiVersion"], report["kind"]) == ("tasgate.io/v1", "CheckReport")
+    assert isinstance(report["results"], list)
+    return run.code, report["results"]
 
 
 def write(path: Path, *docs: dict[str, Any]) -> Path:
@@ -83,27 +100,28 @@ def test_json_output_shape() -> None:
         "waits",
     )
     assert (d["topology"], d["queue"], d["clusterQueue"]) == ("default", "user-queue", "tas-cluster-queue")
-    assert d["auditAnnotations"]["decision"] == "waits"
+    assert (d["auditAnnotations"]["decision"], d["auditAnnotations"]["reason"]) == ("allow", "waits")
+    assert (d["source"], d["outcome"]) == (f"{MANIFESTS / 'pytorchjob-waits.yaml'} (document 1)", "waits")
     assert [g["spec"]["minMember"] for g in d["podGroups"]] == [16]
     assert all(op["op"] == "add" for op in d["patch"])
     master, worker = d["podSets"]
     for ps in (master, worker):
         assert set(ps) == POD_SET_KEYS
-        assert set(ps["now"]) == PLACEMENT_KEYS and set(ps["never"]) == PLACEMENT_KEYS
+        assert set(ps["now"]) == PLACEMENT_KEYS and set(ps["whenEmpty"]) == PLACEMENT_KEYS
         assert ps["requests"] == {"cpu": "16", "memory": "256Gi", GPU: "8", "pods": "1"}
         assert ps["flavor"] == "tas-flavor"
         assert ps["topologyRequest"]["mode"] == "required"
         assert ps["topologyRequest"]["injected"] is False
     assert (master["name"], master["count"], worker["name"], worker["count"]) == ("master", 1, "worker", 15)
-    assert worker["never"]["fits"] is True and worker["never"]["maxPods"] == 15
-    assert worker["never"]["assignmentLevels"] == [HOST]
-    assert sum(a["count"] for a in worker["never"]["assignment"]) == 15
+    assert worker["whenEmpty"]["fits"] is True and worker["whenEmpty"]["maxPods"] == 15
+    assert worker["whenEmpty"]["assignmentLevels"] == [HOST]
+    assert sum(a["count"] for a in worker["whenEmpty"]["assignment"]) == 15
     assert worker["now"]["fits"] is False and worker["now"]["maxPods"] == 10
     assert "allows to fit only 10 out of 15 pod(s)" in worker["now"]["message"]
     assert worker["now"]["assignment"] == []
     levels = {row["level"]: row for row in worker["levels"]}
     assert list(levels) == ["cloud.provider.com/topology-block", RACK, HOST]
-    assert {k: (v["nowMaxPods"], v["neverMaxPods"]) for k, v in levels.items()} == {
+    assert {k: (v["nowMaxPods"], v["whenEmptyMaxPods"]) for k, v in levels.items()} == {
         "cloud.provider.com/topology-block": (10, 16),
         RACK: (4, 4),
         HOST: (1, 1),
@@ -114,28 +132,40 @@ def test_text_output() -> None:
     run = tasgate("check", "-f", str(MANIFESTS / "jobset-never-fits.yaml"))
     assert run.code == EXIT_DENIED
     lines = run.out.splitlines()
-    assert lines[0] == "JobSet default/llm-pretrain: DENIED (never-fits)"
-    assert lines[1] == "  topology default, queue tas-user-queue"
+    source = f"{MANIFESTS / 'jobset-never-fits.yaml'} (document 1)"
+    assert lines[0] == f"JobSet default/llm-pretrain: DENIED (never-fits)  [{source}]"
+    assert (
+        lines[1]
+        == "  queue tas-user-queue → ClusterQueue tas-cluster-queue · flavor tas-flavor · topology default"
+    )
     assert lines[2].startswith('  PodSet "workers" (8 pods × nvidia.com/gpu: 8) can never fit one')
-    assert "  PodSet workers: 8 pods, required rack: never fits" in lines
-    assert "    rack           4           4  0/8 hold all" in lines
+    assert "  PodSet workers: 8 pods, required rack; per pod cpu 32, memory 256Gi, nvidia.com/gpu 8" in lines
+    assert "    fits now: no · fits when empty: no" in lines
+    assert "    rack           4           4  0 of 8" in lines
+    assert lines[-1] == "checked 1: 0 admitted, 0 waits, 1 denied; 0 not checked; 0 errors"
 
 
 def test_text_output_of_an_allowed_gang() -> None:
     run = tasgate("check", "-f", str(MANIFESTS / "lws-one-group.yaml"))
     assert run.code == EXIT_OK
-    assert run.out.splitlines()[0] == "LeaderWorkerSet default/vllm-serving: ALLOWED (fits)"
-    assert "  PodSet leader: 1 pods, required rack, injected: fits" in run.out
+    assert run.out.splitlines()[0].startswith("LeaderWorkerSet default/vllm-serving: ADMITTED (fits)  [")
     assert (
-        "  patch: 4 op(s) adding kueue.x-k8s.io/podset-group-name, kueue.x-k8s.io/podset-required-topology, "
+        "  PodSet leader: 1 pods, required rack, injected; per pod cpu 8, memory 64Gi, nvidia.com/gpu 8"
+        in run.out
+    )
+    assert (
+        "  patch: 4 op(s) adding kueue.x-k8s.io/podset-required-topology, "
         "scheduling.x-k8s.io/pod-group"
     ) in run.out
     assert "  podgroup: PodGroup vllm-serving minMember=4" in run.out
 
 
-def test_text_output_without_workloads() -> None:
+def test_nothing_checked_is_an_error_for_a_pipeline() -> None:
     run = tasgate("check", "-f", str(MANIFESTS / "configmap.yaml"))
-    assert (run.code, run.out) == (EXIT_OK, "no workloads found\n")
+    assert (run.code, run.out) == (
+        EXIT_BAD_INPUT,
+        "checked 0: 0 admitted, 0 waits, 0 denied; 0 not checked; 0 errors\n",
+    )
 
 
 # --- inputs --------------------------------------------------------------------------------------
@@ -176,14 +206,20 @@ def test_stdin() -> None:
 def test_namespace_flag_applies_to_objects_without_one() -> None:
     obj = manifest("jobset-never-fits.yaml")
     del obj["metadata"]["namespace"]
-    code, out = check_json("-f", "-", "-n", "kube-system", stdin=yaml.safe_dump(obj))
+    code, out = check_json(
+        "-f", "-", "-f", str(MANIFESTS / "tfjob.yaml"), "-n", "kube-system", stdin=yaml.safe_dump(obj)
+    )
     assert (code, out[0]["namespace"], out[0]["reason"]) == (EXIT_OK, "kube-system", "exempt")
+    assert out[0]["outcome"] == "not-checked"
 
 
-def test_unknown_kinds_are_allowed_with_a_warning() -> None:
+def test_unknown_kinds_are_not_checked_and_say_so() -> None:
     code, out = check_json("-f", str(MANIFESTS / "unknown-kind.yaml"))
     assert code == EXIT_OK
     (d,) = out
+    assert d["outcome"] == "not-checked"
+    failing = tasgate("check", "-f", str(MANIFESTS / "unknown-kind.yaml"), "--fail-on", "denied,unchecked")
+    assert failing.code == EXIT_DENIED and failing.out.splitlines()[-1].endswith("1 not checked; 0 errors")
     assert (d["allowed"], d["reason"], d["patch"], d["podSets"]) == (True, "unknown-kind", [], [])
     assert d["warnings"][0].startswith("tasgate does not know TrainingThing")
 
@@ -239,7 +275,7 @@ def test_cluster_dump(tmp_path: Path, pods: int, reason: str, code: int) -> None
     got, out = check_json("-f", "-", "--cluster", str(dump), "--policy", "none", stdin=yaml.safe_dump(obj))
     assert (got, out[0]["reason"], out[0]["topology"]) == (code, reason, "topo")
     main = out[0]["podSets"][0]
-    assert (main["now"]["maxPods"], main["never"]["maxPods"]) == (min(pods, 1), min(pods, 2))
+    assert (main["now"]["maxPods"], main["whenEmpty"]["maxPods"]) == (min(pods, 1), min(pods, 2))
 
 
 def test_cluster_dump_files_can_be_given_separately(tmp_path: Path) -> None:
@@ -279,10 +315,11 @@ def test_bad_cluster_dump_names_the_node_and_field(tmp_path: Path) -> None:
 def test_bad_yaml_names_the_file_and_document(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text((MANIFESTS / "configmap.yaml").read_text() + "---\nkind: Job\nspec: [unclosed\n")
-    run = tasgate("check", "-f", str(path))
+    run = tasgate("check", "-f", str(path), "-f", str(MANIFESTS / "tfjob.yaml"))
     assert run.code == EXIT_BAD_INPUT
-    assert run.err.startswith(f"tasgate: error: {path} (document 2): not valid YAML")
-    assert run.out == ""
+    assert f"ERROR {path}\n  {path} (document 2): not valid YAML" in run.out
+    assert "TFJob default/tf-dist: ADMITTED (fits)" in run.out, "the rest of the input is still checked"
+    assert run.out.splitlines()[-1].endswith("; 1 errors")
     no_traceback(run)
 
 
@@ -291,7 +328,7 @@ def test_bad_json_names_the_file(tmp_path: Path) -> None:
     path.write_text('{"kind": ')
     run = tasgate("check", "-f", str(path))
     assert run.code == EXIT_BAD_INPUT
-    assert f"{path} (document 1): not valid JSON" in run.err
+    assert f"{path} (document 1): not valid JSON" in run.out
     no_traceback(run)
 
 
@@ -308,20 +345,20 @@ def test_documents_that_are_not_objects(tmp_path: Path, text: str, fragment: str
     path.write_text(text)
     run = tasgate("check", "-f", str(path))
     assert run.code == EXIT_BAD_INPUT
-    assert fragment.split(": ", 1)[-1] in run.err and str(path) in run.err
+    assert fragment.split(": ", 1)[-1] in run.out and str(path) in run.out
     no_traceback(run)
 
 
 def test_missing_file(tmp_path: Path) -> None:
     run = tasgate("check", "-f", str(tmp_path / "nope.yaml"))
     assert run.code == EXIT_BAD_INPUT
-    assert run.err == f"tasgate: error: {tmp_path / 'nope.yaml'}: no such file or directory\n"
+    assert f"{tmp_path / 'nope.yaml'}: no such file or directory" in run.out
 
 
 def test_empty_directory(tmp_path: Path) -> None:
     run = tasgate("check", "-f", str(tmp_path))
     assert run.code == EXIT_BAD_INPUT
-    assert "no .yaml, .yml or .json files in this directory" in run.err
+    assert "no .yaml, .yml or .json files in this directory" in run.out
 
 
 def test_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
@@ -335,7 +372,9 @@ def test_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
     no_traceback(run)
 
 
-@pytest.mark.parametrize("args", [(), ("check",), ("check", "-f", "x", "-o", "yaml")])
+@pytest.mark.parametrize(
+    "args", [(), ("check",), ("check", "-f", "x", "-o", "xml"), ("check", "-f", "x", "--fail-on", "nope")]
+)
 def test_usage_errors(args: tuple[str, ...]) -> None:
     run = tasgate(*args)
     assert run.code == EXIT_BAD_INPUT
@@ -351,7 +390,7 @@ def test_exit_codes_mix_of_allowed_and_denied() -> None:
         "check", "-f", str(MANIFESTS / "tfjob.yaml"), "-f", str(MANIFESTS / "jobset-never-fits.yaml")
     )
     assert mixed.code == EXIT_DENIED
-    assert "TFJob default/tf-dist: ALLOWED (fits)" in mixed.out
+    assert "TFJob default/tf-dist: ADMITTED (fits)" in mixed.out
 
 
 @pytest.mark.parametrize(
@@ -371,7 +410,7 @@ def test_absurd_quantities_are_denied_naming_the_field(resource: str, value: str
     obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][resource] = value
     run = tasgate("check", "-f", "-", stdin=yaml.safe_dump(obj))
     assert run.code == EXIT_DENIED
-    assert "Job default/train: DENIED (invalid)" in run.out
+    assert "Job default/train: DENIED (invalid)  [<stdin> (document 1)]" in run.out
     assert fragment in run.out
     no_traceback(run)
 

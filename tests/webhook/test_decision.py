@@ -149,7 +149,8 @@ KINDS = [
         "vllm-serving",
         "fits",
         [("leader", 1), ("worker", 3)],
-        [("required", RACK, LEADER_WORKERS, True)] * 2,
+        # Kueue's webhook offsets the LWS workers (no group): leader and workers stand alone.
+        [("required", RACK, None, True)] * 2,
         min_member=None,
         warnings=("no gang labels added: its 2 replica groups are separate gangs",),
     ),
@@ -159,7 +160,8 @@ KINDS = [
         "vllm-serving",
         "fits",
         [("leader", 1), ("worker", 3)],
-        [("required", RACK, LEADER_WORKERS, True)] * 2,
+        # Kueue's webhook offsets the LWS workers (no group): leader and workers stand alone.
+        [("required", RACK, None, True)] * 2,
         min_member=4,
     ),
     Kind(
@@ -235,7 +237,7 @@ def test_each_workload_kind_on_the_sample_cluster(
     assert got == case.requests
     assert d.topology == "default" and d.cluster_queue == "tas-cluster-queue"
     assert {v.flavor for v in d.pod_sets} == {"tas-flavor"}
-    assert d.audit["decision"] == case.reason
+    assert (d.audit["decision"], d.audit["reason"]) == ("allow", case.reason)
     for name, requests in case.per_pod.items():
         assert dict(pod_set(d, name).requests) == requests
     if case.min_member is None:
@@ -275,7 +277,8 @@ def test_gpu_gangs_are_spread_one_pod_per_host(sample_state: ClusterState, defau
     leader, worker = pod_set(d, "leader"), pod_set(d, "worker")
     group = hosts(leader, "now") + hosts(worker, "now")
     assert len(group) == 4 and all(n == 1 for _, n in group)
-    assert len(racks_of(group)) == 1
+    # Kueue places an offset LWS's leader and workers as two PodSets: each in one rack.
+    assert len(racks_of(hosts(worker, "now"))) == 1
     # The full rack b1-r1 and the half-used b1-r2 cannot take an 8-GPU pod now.
     assert not racks_of(group) & {"b1-r1", "b1-r2"}
 
@@ -341,7 +344,9 @@ def test_never_fits_is_denied_with_the_numbers(sample_state: ClusterState, defau
     workers = pod_set(d, "workers")
     assert workers.never is not None and not workers.never.fits and workers.never.fit_count == 4
     assert "allows to fit only 4 out of 8 pod(s)" in workers.never.reason
-    assert d.audit["decision"] == "never-fits" and d.audit["fits-never"] == "false"
+    assert (d.audit["decision"], d.audit["reason"]) == ("deny", "never-fits") and d.audit[
+        "fits-when-empty"
+    ] == "false"
 
 
 def test_never_fits_when_memory_also_limits(sample_state: ClusterState, none_policy: Policy) -> None:
@@ -384,7 +389,7 @@ def test_waits_is_allowed_with_a_short_warning(sample_state: ClusterState, defau
     assert master.now is not None and master.now.fits
     assert worker.now is not None and not worker.now.fits
     assert worker.never is not None and worker.never.fits
-    assert d.audit["decision"] == "waits" and d.audit["fits-now"] == "false"
+    assert (d.audit["decision"], d.audit["reason"]) == ("allow", "waits") and d.audit["fits-now"] == "false"
     assert d.pod_groups and d.patch  # waiting workloads still get their gang
 
 
@@ -425,12 +430,13 @@ def test_fits_is_allowed_without_warnings(sample_state: ClusterState, none_polic
     assert (d.allowed, d.reason, d.message, d.warnings) == (True, "fits", "", ())
     assert d.patch == () and d.pod_groups == ()  # policy none adds nothing
     assert d.audit == {
-        "decision": "fits",
+        "decision": "allow",
+        "reason": "fits",
         "topology": "default",
         "flavor": "tas-flavor",
         "level": RACK,
         "fits-now": "true",
-        "fits-never": "true",
+        "fits-when-empty": "true",
         "injected": "false",
     }
 
@@ -564,7 +570,7 @@ def test_first_flavor_that_fits_is_chosen() -> None:
     assert (small.reason, pod_set(small, "main").flavor, small.audit["flavor"]) == ("fits", "small", "small")
     big = judge(team_job(4, annotations={REQUIRED: "rack"}), state, none)
     assert (big.allowed, big.reason, pod_set(big, "main").flavor) == (True, "fits", "big")
-    assert [(f.flavor, f.fits_now, f.fits_never) for f in big.flavors] == [
+    assert [(f.flavor, f.fits_now, f.fits_when_empty) for f in big.flavors] == [
         ("small", False, False),
         ("big", True, True),
     ]

@@ -246,8 +246,8 @@ def test_deciding_on_the_patched_object_adds_nothing(
 def test_group_annotation_written_once_per_template(
     sample_state: ClusterState, default_policy: Policy
 ) -> None:
-    obj = manifest("lws-unannotated.yaml")
+    obj = manifest("pytorchjob-mnist-nccl.yaml")
     patched = apply_patch(obj, judge(obj, sample_state, default_policy))
-    template = patched["spec"]["leaderWorkerTemplate"]
-    for name in ("leaderTemplate", "workerTemplate"):
-        assert template[name]["metadata"]["annotations"] == {REQUIRED: RACK, GROUP: LEADER_WORKERS}
+    specs = patched["spec"]["pytorchReplicaSpecs"]
+    for name in ("Master", "Worker"):
+        assert specs[name]["template"]["metadata"]["annotations"] == {REQUIRED: RACK, GROUP: LEADER_WORKERS}

@@ -413,17 +413,26 @@ def test_unconstrained_or_slice_annotations_count_as_written(sample_state: Clust
 
 
 def test_leader_and_workers_are_grouped(sample_state: ClusterState, default_policy: Policy) -> None:
-    d = judge(manifest("lws-unannotated.yaml"), sample_state, default_policy)
+    d = judge(manifest("pytorchjob-mnist-nccl.yaml"), sample_state, default_policy)
     for v in d.pod_sets:
         assert (v.request.level, v.request.group, v.injected) == (RACK, LEADER_WORKERS, True)
     groups = [op for op in d.patch if GROUP in str(op["value"])]
     assert [op["path"] for op in groups] == [
-        "/spec/leaderWorkerTemplate/leaderTemplate/metadata",
-        "/spec/leaderWorkerTemplate/workerTemplate/metadata",
+        "/spec/pytorchReplicaSpecs/Master/template/metadata",
+        "/spec/pytorchReplicaSpecs/Worker/template/metadata",
     ]
     # Without groupLeaderWorkers each PodSet gets its own tightest level.
-    d = judge(manifest("lws-unannotated.yaml"), sample_state, policy([rule()]))
-    assert [(v.name, v.request.group) for v in d.pod_sets] == [("leader", None), ("worker", None)]
+    d = judge(manifest("pytorchjob-mnist-nccl.yaml"), sample_state, policy([rule()]))
+    assert [(v.name, v.request.group) for v in d.pod_sets] == [("master", None), ("worker", None)]
+
+
+def test_no_group_where_kueue_offsets_the_workers(sample_state: ClusterState, default_policy: Policy) -> None:
+    """Kueue's webhook (it runs first) writes pod-index-offset on a queued LWS's workers."""
+    d = judge(manifest("lws-unannotated.yaml"), sample_state, default_policy)
+    assert [(v.name, v.request.group, v.injected) for v in d.pod_sets] == [
+        ("leader", None, True),
+        ("worker", None, True),
+    ]
 
 
 def test_group_is_placed_together_so_it_can_need_a_looser_level(sample_state: ClusterState) -> None:

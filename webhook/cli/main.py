@@ -1,29 +1,24 @@
-"""`tasgate`: the command line. `check` gives the webhook's verdict offline.
-
-Exit status of `check`: 0 when every workload is allowed, 1 when any is denied, 2 for bad
-input or usage (unreadable files, broken YAML, a bad policy or cluster dump).
-"""
+"""The `tasgate` command line: check, test, serve, certs, sample-cluster."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 import orjson
 import yaml
 
 from scorer import EngineError
-from webhook.decide.decision import decide
+from webhook.cli import check, render, suite
+from webhook.cli.sources import state_for
+from webhook.decide.patch import apply_entries
 from webhook.decide.policy import PolicyError
-from webhook.decide.reasons import Reason
-from webhook.decide.report import decision_json, decision_text
-from webhook.decide.verdicts import Decision, Review
-from webhook.files.loader import LoadError, load
+from webhook.files.loader import LoadError, load_each
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
-from webhook.files.sources import cluster_state
 from webhook.serve import certs
 from webhook.serve.flags import add_arguments as serve_arguments
 from webhook.serve.main import run as serve_run
@@ -35,13 +30,15 @@ EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.version:
+        print(f"tasgate {_version()}")
+        return EXIT_OK
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    handler = args.handler
     try:
-        code: int = handler(args)
-    except (LoadError, PolicyError) as exc:
+        code: int = args.handler(args)
+    except (LoadError, PolicyError, ValueError) as exc:
         return _fail(str(exc))
     except (InvalidObject, BadRequest) as exc:
         return _fail(f"bad cluster state: {exc}")
@@ -49,36 +46,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"internal error: {exc}")
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
     return code
+
+
+def _version() -> str:
+    try:
+        return metadata.version("tasgate")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tasgate", description="Admission gate for topology-aware gang scheduling."
     )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
-    check = sub.add_parser("check", help="judge workload manifests offline, as the webhook would")
-    check.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
+    chk = sub.add_parser("check", help="judge workload manifests offline, as the webhook would")
+    chk.add_argument(
+        "-f", "--filename", action="append", required=True, metavar="FILE",
         help="YAML/JSON manifest(s), a directory, or - for stdin (repeatable)",
-    )
-    check.add_argument(
-        "--cluster",
-        action="append",
-        metavar="FILE|DIR",
-        help="cluster dump: nodes, pods and Kueue objects (kubectl get -o yaml); "
-        "default: the embedded sample GPU cluster",
-    )
-    check.add_argument(
-        "--policy", default="default", help="policy file, or 'default' / 'none' (default: default)"
-    )
-    check.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    check.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
-    check.set_defaults(handler=_check)
+    )  # fmt: skip
+    _state_arguments(chk)
+    chk.add_argument("-o", "--output", choices=("text", "json", "yaml", "patched"), default="text")
+    chk.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
+    chk.add_argument(
+        "--fail-on", default=",".join(check.DEFAULT_FAIL_ON), type=check.parse_fail_on,
+        help="outcomes that make the run exit 1: denied, waits, unchecked (default: denied); "
+        "unreadable input always exits 2",
+    )  # fmt: skip
+    chk.set_defaults(handler=_check)
+    tst = sub.add_parser("test", help="run policy test suites: manifests with their expected outcomes")
+    tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
+    tst.set_defaults(handler=suite.run)
     dump = sub.add_parser("sample-cluster", help="print the embedded sample cluster as YAML")
     dump.set_defaults(handler=_sample)
     serve = sub.add_parser("serve", help="run the admission webhook over HTTPS")
@@ -95,6 +97,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _state_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state", "--cluster", dest="state", action="append", metavar="FILE|DIR",
+        help="cluster state from these files: what `kubectl get nodes,pods,namespaces,limitranges -A "
+        "-o yaml` and `kubectl get topologies,resourceflavors,clusterqueues,localqueues -A -o yaml` print "
+        "(--cluster is an alias); default: the embedded sample GPU cluster",
+    )  # fmt: skip
+    parser.add_argument("--kubeconfig", help="read the state from this cluster's API server instead")
+    parser.add_argument("--context", help="the kubeconfig context to use (with --kubeconfig)")
+    parser.add_argument(
+        "--policy", default="default", help="policy file, or 'default' / 'none' (default: default)"
+    )
+
+
+def _check(args: argparse.Namespace) -> int:
+    policy = load_policy(args.policy)
+    state = state_for(args.state, args.kubeconfig, args.context)
+    results = check.check_all(load_each(args.filename), state, policy, args.namespace)
+    if args.output == "json":
+        sys.stdout.write(orjson.dumps(check.report(results), option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.output == "yaml":
+        sys.stdout.write(yaml.safe_dump(check.report(results), sort_keys=False))
+    elif args.output == "patched":
+        patched = [
+            apply_entries(r.obj, r.decision.patch) for r in results if r.obj is not None and r.decision
+        ]
+        sys.stdout.write(yaml.safe_dump_all(patched, sort_keys=False))
+        print(check.summary_line(results), file=sys.stderr)
+    else:
+        print(render.render(results))
+    return check.exit_code(results, args.fail_on)
+
+
 def _certs(args: argparse.Namespace) -> int:
     try:
         files = certs.generate(Path(args.out), args.dns_name, args.ip, args.days)
@@ -103,27 +138,6 @@ def _certs(args: argparse.Namespace) -> int:
     print(f"wrote {files.ca_cert}, {files.cert}, {files.key}", file=sys.stderr)
     print(certs.ca_bundle(files.ca_cert))
     return EXIT_OK
-
-
-def _check(args: argparse.Namespace) -> int:
-    policy = load_policy(args.policy)
-    state = cluster_state(args.cluster)
-    decisions: list[Decision] = []
-    for doc in load(args.filename):
-        decision = decide(Review(doc.obj, namespace=args.namespace), state, policy)
-        if decision.reason is not Reason.NOT_A_WORKLOAD:
-            decisions.append(decision)
-    if args.output == "json":
-        sys.stdout.write(
-            orjson.dumps([decision_json(d) for d in decisions], option=orjson.OPT_INDENT_2).decode()
-        )
-        sys.stdout.write("\n")
-    else:
-        if not decisions:
-            print("no workloads found")
-        for d in decisions:
-            print(decision_text(d))
-    return EXIT_OK if all(d.allowed for d in decisions) else EXIT_DENIED
 
 
 def _sample(args: argparse.Namespace) -> int:

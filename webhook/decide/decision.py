@@ -117,6 +117,8 @@ def _judge(
     rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
     mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
     wanted = rule.inject if rule and mutable and resolution.tas_only else None
+    if wanted is not None and _kueue_offsets(view):
+        wanted = replace(wanted, group_leader_workers=False)
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
     decision = _verdict(review, base, view, scored, rule if mutable else None, policy)
@@ -131,6 +133,13 @@ def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> Q
         return QuotaVerdict()  # the policy's default topology: no queue, no quota
     members = [m for m in state.cluster_queues.values() if m.cohort == cq.cohort and m.name != cq.name]
     return check_quota(view.pod_sets, cq, members if cq.cohort else ())
+
+
+def _kueue_offsets(view: WorkloadView) -> bool:
+    """Kueue's webhook (which runs first) writes, or wrote, pod-index-offset: no group then."""
+    return view.workload.kueue_offsets_workers or any(
+        ann.POD_INDEX_OFFSET in p.annotations for p in view.pod_sets
+    )
 
 
 def _with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:
@@ -237,19 +246,25 @@ def _never_message(
 def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:
     levels = sorted({v.request.level or v.request.mode.value for v in verdicts})
     return {
-        "decision": reason.value,
+        "decision": "deny" if reason is Reason.NEVER_FITS else "allow",
+        "reason": reason.value,
         "topology": target.topology.name,
         "flavor": target.flavor or "policy-default",
         "level": ",".join(levels),
         "fits-now": str(all_fit_now(verdicts)).lower(),
-        "fits-never": str(all_fit_when_empty(verdicts)).lower(),
+        "fits-when-empty": str(all_fit_when_empty(verdicts)).lower(),
         "injected": str(any(v.injected for v in verdicts)).lower(),
     }
 
 
 def _deny(base: Decision, reason: Reason, message: str) -> Decision:
-    return replace(base, allowed=False, reason=reason, message=message, audit={"decision": reason.value})
+    return replace(base, allowed=False, reason=reason, message=message, audit=_verdict_audit(False, reason))
 
 
 def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
-    return replace(base, reason=reason, warnings=warnings, audit={"decision": reason.value})
+    return replace(base, reason=reason, warnings=warnings, audit=_verdict_audit(True, reason))
+
+
+def _verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:
+    """``decision`` is allow/deny everywhere (audit line, annotations, JSON); ``reason`` the code."""
+    return {"decision": "allow" if allowed else "deny", "reason": reason.value}

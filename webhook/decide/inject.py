@@ -62,14 +62,8 @@ def _implied(requests: Sequence[TopologyRequest]) -> tuple[TopologyRequest, ...]
 
 
 def _leader_workers(pod_sets: Sequence[PodSetView], bare: Sequence[int]) -> bool:
-    """A leader (count 1) and its workers, both unannotated, to be placed as one group.
-
-    Not where Kueue's own webhook wrote ``pod-index-offset`` (an LWS with a leader, an MPIJob
-    with ``runLauncherAsWorker``): it writes it because no group is set, and then places leader
-    and workers as two PodSets; a group name added now would contradict its mutation.
-    """
-    if any(ann.POD_INDEX_OFFSET in p.annotations for p in pod_sets):
-        return False
+    """A leader (count 1) and its workers, both unannotated, to be placed as one group (the
+    decision turns grouping off where Kueue's webhook sets ``pod-index-offset`` instead)."""
     return len(pod_sets) == 2 and len(bare) == 2 and min(p.count for p in pod_sets) == 1
 
 

@@ -7,6 +7,7 @@ no patch (mutating webhooks may be reinvoked).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,3 +96,24 @@ def added_keys(op: Mapping[str, Any]) -> list[str]:
     while len(value) == 1 and isinstance(next(iter(value.values())), Mapping):
         value = next(iter(value.values()))
     return [str(k) for k in value]
+
+
+def apply_entries(obj: Mapping[str, Any], ops: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``obj`` with the "add" ops of ``build_patch`` applied: what the API server would store."""
+    out: dict[str, Any] = copy.deepcopy(dict(obj))
+    for op in ops:
+        if op.get("op") != "add":
+            raise ValueError(f"not an add op: {op!r}")
+        *parents, last = [_unescape(t) for t in str(op["path"]).split("/")[1:]]
+        node: Any = out
+        for token in parents:
+            node = node[int(token)] if isinstance(node, list) else node[token]
+        if isinstance(node, list):
+            node.insert(int(last), copy.deepcopy(op["value"]))
+        else:
+            node[last] = copy.deepcopy(op["value"])
+    return out
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")

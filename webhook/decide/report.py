@@ -1,12 +1,10 @@
-"""A decision as JSON (`-o json`, the audit log) and as text a person reads on a terminal."""
+"""A decision as JSON: `tasgate check -o json|yaml` results (the CLI renders the text form)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scorer.model import Assignment, Mode, Placement
-from webhook.decide.messages import short_level
-from webhook.decide.patch import added_keys
+from scorer.model import Assignment, Placement
 from webhook.decide.verdicts import Decision, PodSetVerdict
 from webhook.model.quantity import format_quantity
 
@@ -26,7 +24,12 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "podGroups": list(d.pod_groups),
         "topology": d.topology,
         "flavors": [
-            {"flavor": f.flavor, "topology": f.topology, "fitsNow": f.fits_now, "fitsNever": f.fits_never}
+            {
+                "flavor": f.flavor,
+                "topology": f.topology,
+                "fitsNow": f.fits_now,
+                "fitsWhenEmpty": f.fits_when_empty,
+            }
             for f in d.flavors
         ],
         "queue": d.queue,
@@ -53,9 +56,13 @@ def pod_set_json(v: PodSetVerdict) -> dict[str, Any]:
             "injected": v.injected,
         },
         "flavor": v.flavor,
+        "judged": v.judged,
+        "minCount": v.min_count,
+        "admittedNow": v.admitted,
+        "admissible": v.admissible,
         "now": placement_json(v.now, v.count),
-        "never": placement_json(v.never, v.count),
-        "levels": _levels_json(v),
+        "whenEmpty": placement_json(v.never, v.count),
+        "levels": levels_json(v),
     }
 
 
@@ -65,7 +72,7 @@ def placement_json(p: Placement | None, count: int) -> dict[str, Any] | None:
     assignment = p.assignment
     return {
         "fits": p.fits,
-        "maxPods": count if p.fits else p.fit_count,
+        "maxPods": _placed(p, count) if p.fits else p.fit_count,
         "message": "" if p.fits else p.reason,
         "assignmentLevels": list(assignment.levels) if assignment else [],
         "assignment": _assignment_json(assignment),
@@ -76,7 +83,7 @@ def _assignment_json(a: Assignment | None) -> list[dict[str, Any]]:
     return [{"values": list(d.values), "count": d.count} for d in a.domains] if a else []
 
 
-def _levels_json(v: PodSetVerdict) -> list[dict[str, Any]]:
+def levels_json(v: PodSetVerdict) -> list[dict[str, Any]]:
     table = v.never if v.never and v.never.levels else v.now
     rows = []
     for level in (row.level for row in table.levels) if table else ():
@@ -86,53 +93,16 @@ def _levels_json(v: PodSetVerdict) -> list[dict[str, Any]]:
             {
                 "level": level,
                 "nowMaxPods": now.max_pods if now else 0,
-                "neverMaxPods": never.max_pods if never else 0,
+                "whenEmptyMaxPods": never.max_pods if never else 0,
                 "nowBestDomain": list(now.best_domain or ()) if now else [],
-                "neverBestDomain": list(never.best_domain or ()) if never else [],
+                "whenEmptyBestDomain": list(never.best_domain or ()) if never else [],
                 "domains": never.domains if never else 0,
-                "neverFittingDomains": never.fitting_domains if never else 0,
+                "whenEmptyFittingDomains": never.fitting_domains if never else 0,
             }
         )
     return rows
 
 
-def decision_text(d: Decision) -> str:
-    """One verdict per workload, then a per-level table for each PodSet."""
-    verdict = "ALLOWED" if d.allowed else "DENIED"
-    lines = [f"{d.kind} {d.namespace}/{d.name}: {verdict} ({d.reason})"]
-    if d.topology:
-        where = f"topology {d.topology}" + (f", queue {d.queue}" if d.queue else "")
-        lines.append(f"  {where}")
-    if d.message:
-        lines.append(f"  {d.message}")
-    lines += [f"  warning: {w}" for w in d.warnings]
-    for v in d.pod_sets:
-        lines += _pod_set_text(v)
-    if d.patch:
-        keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
-        lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
-    lines += [
-        f"  podgroup: {g['kind']} {g['metadata']['name']} minMember={g['spec']['minMember']}"
-        for g in d.pod_groups
-    ]
-    return "\n".join(lines)
-
-
-def _pod_set_text(v: PodSetVerdict) -> list[str]:
-    req = v.request
-    how = req.mode.value + (f" {short_level(req.level)}" if req.level else "")
-    if req.mode is Mode.IMPLIED:
-        how = "implied (no annotation)"
-    injected = ", injected" if v.injected else ""
-    status = "fits" if v.now and v.now.fits else ("waits" if v.never and v.never.fits else "never fits")
-    lines = [f"  PodSet {v.name}: {v.count} pods, {how}{injected}: {status}"]
-    rows = _levels_json(v)
-    if rows:
-        width = max(len(short_level(r["level"])) for r in rows)
-        lines.append(f"    {'level'.ljust(width)}  {'best now':>9}  {'best empty':>10}  domains")
-        for r in rows:
-            lines.append(
-                f"    {short_level(r['level']).ljust(width)}  {r['nowMaxPods']:>9}  {r['neverMaxPods']:>10}"
-                f"  {r['neverFittingDomains']}/{r['domains']} hold all"
-            )
-    return lines
+def _placed(p: Placement, count: int) -> int:
+    """Pods a fitting placement puts (fewer than asked under partial admission)."""
+    return sum(d.count for d in p.assignment.domains) if p.assignment and p.assignment.domains else count

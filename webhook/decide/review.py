@@ -61,5 +61,5 @@ def _mutation_missing(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
         "tasgate's mutation is missing from this object (is the tasgate mutating webhook registered "
         f"and reached?): expected {', '.join(missing)}"
     )
-    audit = {"decision": Reason.MUTATION_MISSING.value}
+    audit = {"decision": "deny", "reason": Reason.MUTATION_MISSING.value}
     return Outcome(False, Reason.MUTATION_MISSING, message, 403, warnings, (), audit, decision)

@@ -36,7 +36,7 @@ def score_flavors(
             flavor=s.target.flavor,
             topology=s.target.topology.name,
             fits_now=all_fit_now(s.verdicts),
-            fits_never=all_fit_when_empty(s.verdicts),
+            fits_when_empty=all_fit_when_empty(s.verdicts),
         )
         for s in scored
     )

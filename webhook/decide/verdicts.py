@@ -69,7 +69,7 @@ class FlavorVerdict:
     flavor: str
     topology: str
     fits_now: bool
-    fits_never: bool
+    fits_when_empty: bool
 
 
 @dataclass(frozen=True)

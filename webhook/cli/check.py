@@ -1,0 +1,130 @@
+"""`tasgate check`: the webhook's verdicts offline, as a pipeline step.
+
+Every input document gets a result naming where it came from (file and document number); a
+file that cannot be read is an error result and the rest of the input is still checked. The
+outcome of each result is one of ``OUTCOMES``; ``--fail-on`` says which make the run fail
+(exit 1), errors always exit 2, and so does a run that checked no workload at all (a pipeline
+pointed at the wrong directory must not pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.decide.decision import decide
+from webhook.decide.policy import Policy
+from webhook.decide.reasons import Reason
+from webhook.decide.report import decision_json
+from webhook.decide.verdicts import Decision, Review
+from webhook.files.loader import Document, LoadFailure
+from webhook.state.cluster import ClusterState
+
+API_VERSION = "tasgate.io/v1"
+REPORT_KIND = "CheckReport"
+OUTCOMES = ("admitted", "waits", "denied", "not-checked", "error")
+DEFAULT_FAIL_ON = ("denied",)
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+# Reasons under which the object was not judged at all (the result says why).
+NOT_CHECKED = frozenset(
+    {
+        Reason.UNKNOWN_KIND,
+        Reason.KUEUE_CONFIG,
+        Reason.UNRESOLVED,
+        Reason.NO_TAS,
+        Reason.EXEMPT,
+        Reason.OWNED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    source: str
+    outcome: str
+    decision: Decision | None = None
+    obj: Mapping[str, Any] | None = None
+    error: str = ""
+
+
+def check_all(
+    inputs: Iterable[Document | LoadFailure], state: ClusterState, policy: Policy, namespace: str
+) -> list[Result]:
+    """One result per workload (or unreadable input); objects that are not workloads are left out."""
+    results = []
+    for item in inputs:
+        if isinstance(item, LoadFailure):
+            results.append(Result(item.source, "error", error=item.message))
+            continue
+        d = decide(Review(item.obj, namespace=namespace), state, policy)
+        if d.reason is not Reason.NOT_A_WORKLOAD:
+            results.append(Result(item.source, outcome_of(d), d, item.obj))
+    return results
+
+
+def outcome_of(d: Decision) -> str:
+    if not d.allowed:
+        return "denied"
+    if d.reason in NOT_CHECKED:
+        return "not-checked"
+    return "waits" if d.reason is Reason.WAITS else "admitted"
+
+
+def summary(results: Sequence[Result]) -> dict[str, int]:
+    counts = {o: sum(r.outcome == o for r in results) for o in OUTCOMES}
+    return {
+        "checked": counts["admitted"] + counts["waits"] + counts["denied"],
+        "admitted": counts["admitted"],
+        "waits": counts["waits"],
+        "denied": counts["denied"],
+        "notChecked": counts["not-checked"],
+        "errors": counts["error"],
+    }
+
+
+def summary_line(results: Sequence[Result]) -> str:
+    s = summary(results)
+    return (
+        f"checked {s['checked']}: {s['admitted']} admitted, {s['waits']} waits, {s['denied']} denied; "
+        f"{s['notChecked']} not checked; {s['errors']} errors"
+    )
+
+
+def exit_code(results: Sequence[Result], fail_on: Sequence[str]) -> int:
+    s = summary(results)
+    if s["errors"] or s["checked"] + s["notChecked"] == 0:
+        return EXIT_ERROR
+    failing = {"unchecked": "not-checked"}
+    wanted = {failing.get(name, name) for name in fail_on}
+    return EXIT_FAILED if any(r.outcome in wanted for r in results) else EXIT_OK
+
+
+def report(results: Sequence[Result]) -> dict[str, Any]:
+    """The versioned JSON/YAML document (`-o json`, `-o yaml`)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": REPORT_KIND,
+        "summary": summary(results),
+        "results": [_result_json(r) for r in results],
+    }
+
+
+def _result_json(r: Result) -> dict[str, Any]:
+    out: dict[str, Any] = {"source": r.source, "outcome": r.outcome}
+    if r.error:
+        out["error"] = r.error
+    if r.decision is not None:
+        out.update(decision_json(r.decision))
+    return out
+
+
+def parse_fail_on(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    allowed = {"denied", "waits", "unchecked", "not-checked", "admitted"}
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise ValueError(
+            f"--fail-on: unknown outcome(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}"
+        )
+    return names

@@ -1,0 +1,96 @@
+"""`tasgate check`'s text output: one block per workload, columns that say what they count."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scorer.model import Mode, Placement
+from webhook.cli.check import Result, summary_line
+from webhook.decide.messages import short_level
+from webhook.decide.patch import added_keys
+from webhook.decide.report import levels_json
+from webhook.decide.verdicts import Decision, PodSetVerdict
+from webhook.model.quantity import format_quantity
+
+VERDICT = {"admitted": "ADMITTED", "waits": "WAITS", "denied": "DENIED", "not-checked": "NOT CHECKED"}
+
+
+def render(results: Sequence[Result]) -> str:
+    blocks = [_block(r) for r in results]
+    return "\n".join([*blocks, summary_line(results)])
+
+
+def _block(r: Result) -> str:
+    if r.decision is None:
+        return f"ERROR {r.source}\n  {r.error}"
+    d = r.decision
+    lines = [f"{d.kind} {d.namespace}/{d.name}: {VERDICT[r.outcome]} ({d.reason.value})  [{r.source}]"]
+    if d.queue or d.topology:
+        lines.append(f"  {_where(d)}")
+    if d.message:
+        lines.append(f"  {d.message}")
+    lines += [f"  warning: {w}" for w in d.warnings]
+    for v in d.pod_sets:
+        lines += _pod_set(v)
+    if d.patch:
+        keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
+        lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
+    lines += [
+        f"  podgroup: {g['kind']} {g['metadata']['name']} minMember={g['spec']['minMember']}"
+        for g in d.pod_groups
+    ]
+    return "\n".join(lines)
+
+
+def _where(d: Decision) -> str:
+    parts = []
+    if d.queue:
+        parts.append(f"queue {d.queue}" + (f" → ClusterQueue {d.cluster_queue}" if d.cluster_queue else ""))
+    flavor = next((v.flavor for v in d.pod_sets if v.flavor), None)
+    if flavor:
+        parts.append(f"flavor {flavor}")
+    if d.topology:
+        parts.append(f"topology {d.topology}")
+    return " · ".join(parts)
+
+
+def _pod_set(v: PodSetVerdict) -> list[str]:
+    per_pod = ", ".join(f"{r} {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "nothing"
+    head = f"  PodSet {v.name}: {v.count} pods, {_how(v)}; per pod {per_pod}"
+    if not v.judged:
+        return [head, "    not placed by TAS: no TAS annotation in a queue that mixes TAS and other flavors"]
+    lines = [head, f"    fits now: {_yes(v.now)} · fits when empty: {_yes(v.never)}{_partial(v)}"]
+    rows = levels_json(v)
+    if rows:
+        width = max(len(short_level(r["level"])) for r in rows)
+        lines.append(
+            f"    {'level'.ljust(width)}  {'pods now':>9}  {'pods empty':>10}  domains holding it (empty)"
+        )
+        for r in rows:
+            lines.append(
+                f"    {short_level(r['level']).ljust(width)}  {r['nowMaxPods']:>9}  {r['whenEmptyMaxPods']:>10}"
+                f"  {r['whenEmptyFittingDomains']} of {r['domains']}"
+            )
+    return lines
+
+
+def _how(v: PodSetVerdict) -> str:
+    req = v.request
+    if req.mode is Mode.IMPLIED:
+        return "implied (no annotation)"
+    how = str(req.mode.value) + (f" {short_level(req.level)}" if req.level else "")
+    if req.slice_size and req.slice_level:
+        how += f", slices of {req.slice_size} per {short_level(req.slice_level)}"
+    return how + (", injected" if v.injected else "")
+
+
+def _yes(p: Placement | None) -> str:
+    return "yes" if p is not None and p.fits else "no"
+
+
+def _partial(v: PodSetVerdict) -> str:
+    if v.admitted is not None:
+        return f" (partial admission: {v.admitted} of {v.count} now)"
+    if v.admissible is not None:
+        return f" (partial admission: at most {v.admissible} of {v.count})"
+    return ""
