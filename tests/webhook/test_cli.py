@@ -154,8 +154,7 @@ def test_text_output_of_an_allowed_gang() -> None:
         in run.out
     )
     assert (
-        "  patch: 4 op(s) adding kueue.x-k8s.io/podset-required-topology, "
-        "scheduling.x-k8s.io/pod-group"
+        "  patch: 4 op(s) adding kueue.x-k8s.io/podset-required-topology, scheduling.x-k8s.io/pod-group"
     ) in run.out
     assert "  podgroup: PodGroup vllm-serving minMember=4" in run.out
 

@@ -67,8 +67,9 @@ def _pod_set(v: PodSetVerdict) -> list[str]:
             f"    {'level'.ljust(width)}  {'pods now':>9}  {'pods empty':>10}  domains holding it (empty)"
         )
         for r in rows:
+            level = short_level(r["level"]).ljust(width)
             lines.append(
-                f"    {short_level(r['level']).ljust(width)}  {r['nowMaxPods']:>9}  {r['whenEmptyMaxPods']:>10}"
+                f"    {level}  {r['nowMaxPods']:>9}  {r['whenEmptyMaxPods']:>10}"
                 f"  {r['whenEmptyFittingDomains']} of {r['domains']}"
             )
     return lines
