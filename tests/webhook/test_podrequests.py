@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.model.podrequests import pod_requests
+from webhook.model.podrequests import is_extended, pod_requests
 from webhook.wire.errors import InvalidObject
 
 GI = 2**30
@@ -234,6 +234,8 @@ def test_adding_a_container_never_lowers_a_request(
 
 @given(st.lists(amounts, min_size=1, max_size=5))
 def test_app_containers_alone_sum_exactly(apps: list[dict[str, int]]) -> None:
+    # Extended resources (nvidia.com/gpu) are whole numbers; the API server refuses fractions.
+    apps = [{k: (v * 1000 if is_extended(k) else v) for k, v in r.items()} for r in apps]
     pod = {"containers": [container(f"c{i}", {k: f"{v}m" for k, v in r.items()}) for i, r in enumerate(apps)]}
     expected: dict[str, int] = {}
     for r in apps:
@@ -242,3 +244,18 @@ def test_app_containers_alone_sum_exactly(apps: list[dict[str, int]]) -> None:
     # cpu stays in milli-units; other resources are whole units rounded up once, after summing.
     want = {n: (m if n == "cpu" else -(-m // 1000)) for n, m in expected.items()}
     assert pod_requests(pod, "spec") == {n: v for n, v in want.items() if v}
+
+
+@pytest.mark.parametrize("amount", ["0.5", "500m", "1.5"])
+def test_fractional_extended_resources_are_invalid(amount: str) -> None:
+    """The API server refuses ``nvidia.com/gpu: 0.5``; tasgate must not admit it."""
+    text = f'containers:\n- {{name: a, resources: {{requests: {{nvidia.com/gpu: "{amount}"}}}}}}\n'
+    with pytest.raises(InvalidObject, match="must be an integer"):
+        pod_requests(spec(text), "spec")
+
+
+def test_whole_extended_and_fractional_native_resources_are_fine() -> None:
+    text = (
+        'containers:\n- {name: a, resources: {requests: {nvidia.com/gpu: "2", cpu: 500m, memory: 1.5Gi}}}\n'
+    )
+    assert pod_requests(spec(text), "spec")["nvidia.com/gpu"] == 2

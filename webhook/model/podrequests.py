@@ -108,6 +108,11 @@ class _Reader:
             if value < 0:
                 self.errors.append(FieldError(where, f'"{raw}": must be greater than or equal to 0'))
                 continue
+            if is_extended(str(name)) and value.denominator != 1:
+                self.errors.append(
+                    FieldError(where, f'"{raw}": must be an integer')
+                )  # as the API server says
+                continue
             found[str(name)] = value
         return found
 
@@ -119,6 +124,15 @@ class _Reader:
         limits = self.amounts(resources, "limits", f"{path}.resources")
         d = self.defaults
         return {**d.container_limits, **limits, **d.container_requests, **requests}
+
+
+def is_extended(resource: str) -> bool:
+    """Kubernetes' ``IsExtendedResourceName``: a qualified name outside the kubernetes.io domain
+    (``nvidia.com/gpu``); the API server takes only whole numbers of these."""
+    if "/" not in resource or resource.startswith(("requests.", "hugepages-")):
+        return False
+    domain = resource.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
 def pod_requests(
