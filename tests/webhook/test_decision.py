@@ -140,8 +140,7 @@ KINDS = [
         "fits",
         [("leader", 1), ("worker", 2)],
         [("required", RACK, "lws-group", False)] * 2,
-        min_member=None,  # 2 replica groups: each is its own gang, so no shared PodGroup
-        warnings=("no gang labels added: its 2 replica groups are separate gangs",),
+        min_member=None,  # no GPUs: the default policy adds no gang labels
     ),
     Kind(
         "lws-unannotated.yaml",

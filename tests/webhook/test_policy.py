@@ -58,11 +58,17 @@ def test_shipped_default_policy(default_policy: Policy) -> None:
     )
     assert default_policy.default_topology == DefaultTopology("default", ())
     assert GPU in default_policy.gpu_resources
-    gangs, rest = default_policy.rules
+    gangs, sweeps, rest = default_policy.rules
     assert gangs.name == "gpu-gangs"
-    assert gangs.match == Match(min_pods=2, min_gpus=1)
+    assert gangs.match == Match(min_pods=2, min_gpus_per_pod=2)
     assert gangs.inject == Inject("required", "tightest", None, True)
     assert gangs.gang == Gang("coscheduling", 600)
+    assert (sweeps.name, sweeps.match, sweeps.inject, sweeps.gang) == (
+        "gpu-sweeps",
+        Match(min_pods=2, min_gpus=1),
+        Inject("preferred", "tightest", None, False),
+        Gang("none", None),
+    )
     assert (rest.name, rest.match, rest.inject.mode, rest.gang.backend) == (
         "everything-else",
         Match(),
@@ -547,3 +553,21 @@ def test_builtin_none_policy_injects_nothing(sample_state: ClusterState, none_po
         d = judge(manifest(name), sample_state, none_policy)
         assert d.allowed and d.patch == () and d.pod_groups == (), name
         assert not any(v.injected for v in d.pod_sets)
+
+
+def test_default_policy_leaves_single_pods_and_sweeps_unforced(
+    sample_state: ClusterState, default_policy: Policy
+) -> None:
+    """A single CPU pod gets nothing; a 32 × 1-GPU sweep gets a preferred level and no gang."""
+    single = judge(job(1, gpus=0), sample_state, default_policy)
+    assert single.patch == () and not pod_set(single, "main").injected
+    sweep = judge(job(32, gpus=1), sample_state, default_policy)
+    main = pod_set(sweep, "main")
+    assert main.injected and main.request.mode.value == "preferred" and sweep.pod_groups == ()
+
+
+def test_a_workload_can_opt_out_of_injection(sample_state: ClusterState, default_policy: Policy) -> None:
+    obj = job(4)
+    obj["metadata"]["annotations"] = {"tasgate.io/inject": "false"}
+    d = judge(obj, sample_state, default_policy)
+    assert d.allowed and d.patch == () and d.pod_groups == ()

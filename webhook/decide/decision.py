@@ -114,8 +114,10 @@ def _judge(
     gpus = (
         sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
     )
-    rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus)
-    mutable = wl.runtime is None  # a TrainJob's templates live in its runtime: not ours to patch
+    per_pod = max((sum(ps.requests.get(r, 0) for r in policy.gpu_resources) for ps in wl.pod_sets), default=0)
+    rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus, per_pod)
+    # A TrainJob's templates live in its runtime: not ours to patch. A workload may opt out.
+    mutable = wl.runtime is None and not _opted_out(review.obj)
     wanted = rule.inject if rule and mutable and resolution.tas_only else None
     if wanted is not None and _kueue_offsets(view):
         wanted = replace(wanted, group_leader_workers=False)
@@ -133,6 +135,13 @@ def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> Q
         return QuotaVerdict()  # the policy's default topology: no queue, no quota
     members = [m for m in state.cluster_queues.values() if m.cohort == cq.cohort and m.name != cq.name]
     return check_quota(view.pod_sets, cq, members if cq.cohort else ())
+
+
+def _opted_out(obj: Mapping[str, Any]) -> bool:
+    """``tasgate.io/inject: "false"`` on the workload: validated and judged, never mutated."""
+    meta = obj.get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return isinstance(notes, Mapping) and str(notes.get(ann.INJECT_OPT_OUT, "")).lower() == "false"
 
 
 def _kueue_offsets(view: WorkloadView) -> bool:

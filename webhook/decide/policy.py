@@ -62,9 +62,16 @@ class Match:
     max_pods: int | None = None
     min_gpus: int = 0
     max_gpus: int | None = None
+    min_gpus_per_pod: int = 0
 
     def matches(
-        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+        self,
+        namespace: str,
+        ns_labels: Mapping[str, str],
+        queue: str | None,
+        pods: int,
+        gpus: int,
+        gpus_per_pod: int = 0,
     ) -> bool:
         if self.namespaces and namespace not in self.namespaces:
             return False
@@ -73,6 +80,8 @@ class Match:
         if self.queues and (queue or "") not in self.queues:
             return False
         if pods < self.min_pods or (self.max_pods is not None and pods > self.max_pods):
+            return False
+        if gpus_per_pod < self.min_gpus_per_pod:
             return False
         return gpus >= self.min_gpus and (self.max_gpus is None or gpus <= self.max_gpus)
 
@@ -114,9 +123,19 @@ class Policy:
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
     def rule_for(
-        self, namespace: str, ns_labels: Mapping[str, str], queue: str | None, pods: int, gpus: int
+        self,
+        namespace: str,
+        ns_labels: Mapping[str, str],
+        queue: str | None,
+        pods: int,
+        gpus: int,
+        gpus_per_pod: int = 0,
     ) -> Rule | None:
-        return next((r for r in self.rules if r.match.matches(namespace, ns_labels, queue, pods, gpus)), None)
+        """The first rule that matches; ``gpus_per_pod`` is the most any one pod asks for."""
+        return next(
+            (r for r in self.rules if r.match.matches(namespace, ns_labels, queue, pods, gpus, gpus_per_pod)),
+            None,
+        )
 
 
 NONE_POLICY = Policy(name="none")
@@ -161,7 +180,17 @@ def _rule(raw: object, where: str) -> Rule:
 
 def _match(raw: object, where: str) -> Match:
     m = _map(raw, where)
-    _only(m, ("namespaces", "namespaceSelector", "queues", "minPods", "maxPods", "minGPUs", "maxGPUs"), where)
+    keys = (
+        "namespaces",
+        "namespaceSelector",
+        "queues",
+        "minPods",
+        "maxPods",
+        "minGPUs",
+        "maxGPUs",
+        "minGPUsPerPod",
+    )
+    _only(m, keys, where)
     selector = m.get("namespaceSelector")
     return Match(
         namespaces=_strs(m.get("namespaces", []), f"{where}.namespaces"),
@@ -173,6 +202,7 @@ def _match(raw: object, where: str) -> Match:
         max_pods=_int(m["maxPods"], f"{where}.maxPods") if "maxPods" in m else None,
         min_gpus=_int(m.get("minGPUs", 0), f"{where}.minGPUs"),
         max_gpus=_int(m["maxGPUs"], f"{where}.maxGPUs") if "maxGPUs" in m else None,
+        min_gpus_per_pod=_int(m.get("minGPUsPerPod", 0), f"{where}.minGPUsPerPod"),
     )
 
 

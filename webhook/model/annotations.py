@@ -34,6 +34,10 @@ TAS_ANNOTATIONS: Final = (
     POD_INDEX_OFFSET,
 )
 
+# --- tasgate's own (workload metadata) ---------------------------------------------------------
+# "false": the policy injects nothing into this workload (no TAS annotation, no gang label).
+INJECT_OPT_OUT: Final = "tasgate.io/inject"
+
 # --- Kueue queueing and plain-pod groups (object metadata) --------------------------------------
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
