@@ -481,7 +481,7 @@ def test_api_server_audit_log_carries_tasgates_annotations(world: tuple[ControlP
             notes = event.get("annotations") or {}
             ref = event.get("objectRef") or {}
             if ref.get("name") == "audited" and "mutate.tasgate.io/decision" in notes:
-                return notes["mutate.tasgate.io/decision"] == "fits"
+                return (notes["mutate.tasgate.io/decision"], notes.get("mutate.tasgate.io/reason")) == ("allow", "fits")
         return False
 
     wait_for("tasgate's audit annotations in the API server's audit log", annotated, 20)
