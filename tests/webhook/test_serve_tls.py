@@ -199,7 +199,7 @@ async def test_in_flight_review_finishes_after_sigterm(
     app = create_app(Settings(policy=load_policy("default")), audit.append, StateSource(sample_objects()))
     port = free_port()
     serving = asyncio.create_task(
-        _serve(app, Endpoint("127.0.0.1", port), server_context(files.cert, files.key), 0)
+        _serve(app, Endpoint("127.0.0.1", port), server_context(files.cert, files.key))
     )
     connector = TCPConnector(ssl=client_context(files.ca_cert))
     async with ClientSession(connector=connector) as session:

@@ -21,7 +21,7 @@ from webhook.decide.review import Outcome
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.serve import handlers as server
-from webhook.serve.app import create_app
+from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.keys import RUNTIME, STATE, Settings, StateSource
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -90,7 +90,10 @@ async def test_mutate_fits_returns_patch_and_echoes_identity(
     patched = jsonpatch.apply_patch(copy.deepcopy(obj), patch)
     notes = patched["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
     assert notes["kueue.x-k8s.io/podset-required-topology"] == "cloud.provider.com/topology-rack"
-    assert response["auditAnnotations"]["decision"] == "fits"
+    assert (response["auditAnnotations"]["decision"], response["auditAnnotations"]["reason"]) == (
+        "allow",
+        "fits",
+    )
 
 
 async def test_validate_never_returns_a_patch_and_catches_a_missing_mutation(
@@ -349,12 +352,15 @@ async def test_unexpected_exception_becomes_500_with_uid(
 
 
 async def test_health_readiness_and_metrics(
-    harness: Harness, client: TestClient[web.Request, web.Application]
+    harness: Harness, client: TestClient[web.Request, web.Application], aiohttp_client: ClientFactory
 ) -> None:
+    side = await aiohttp_client(create_metrics_app(harness.app))
     assert (await client.get("/healthz")).status == 200
     assert (await client.get("/readyz")).status == 200
+    assert (await side.get("/healthz")).status == 200 and (await side.get("/readyz")).status == 200
+    assert (await client.get("/metrics")).status == 404, "metrics only on the metrics port"
     await post(client, "/mutate", review(manifest("job-rack.yaml")))
-    text = await (await client.get("/metrics")).text()
+    text = await (await side.get("/metrics")).text()
     assert 'tasgate_admission_requests_total{cluster_queue="tas-cluster-queue"' in text
     assert "tasgate_decision_duration_seconds_bucket" in text and 'le="0.0001"' in text
     assert 'tasgate_scorer_duration_seconds_count{implementation="compiled"}' in text
@@ -363,6 +369,8 @@ async def test_health_readiness_and_metrics(
     assert "tasgate_cluster_snapshot_age_seconds" in text
     harness.app[RUNTIME].draining = True
     resp = await client.get("/readyz")
+    assert resp.status == 503 and "draining" in await resp.text()
+    resp = await side.get("/readyz")
     assert resp.status == 503 and "draining" in await resp.text()
 
 
@@ -426,19 +434,20 @@ async def test_audit_line_schema(harness: Harness, client: TestClient[web.Reques
         "level": "cloud.provider.com/topology-rack",
         "injected": False,
         "fitsNow": False,
-        "fitsNever": False,
+        "fitsWhenEmpty": False,
         "bestDomain": "b1/b1-r1",
     }
     orjson.dumps(record)  # one JSON line: everything in it serialises
 
 
 async def test_metric_labels_come_from_bounded_sets(
-    client: TestClient[web.Request, web.Application],
+    harness: Harness, client: TestClient[web.Request, web.Application], aiohttp_client: ClientFactory
 ) -> None:
     """200 reviews with 100 KB random kind, namespace and queue names leave /metrics small."""
     import secrets  # noqa: PLC0415
 
-    before = len(await (await client.get("/metrics")).read())
+    side = await aiohttp_client(create_metrics_app(harness.app))
+    before = len(await (await side.get("/metrics")).read())
     planted: list[str] = []
     for i in range(200):
         obj = manifest("job-rack.yaml")
@@ -451,10 +460,10 @@ async def test_metric_labels_come_from_bounded_sets(
         body["request"]["namespace"] = noise[0]
         resp = await client.post("/mutate", data=orjson.dumps(body))
         assert resp.status == 200
-    text = (await (await client.get("/metrics")).read()).decode()
+    text = (await (await side.get("/metrics")).read()).decode()
     assert len(text) < before + 20_000, f"/metrics grew by {len(text) - before} bytes"
     assert not any(p in text for p in planted)
     assert 'namespace="other"' in text and 'kind="other"' in text
     await post(client, "/mutate", review(manifest("job-rack.yaml")))
-    text = (await (await client.get("/metrics")).read()).decode()
+    text = (await (await side.get("/metrics")).read()).decode()
     assert 'cluster_queue="tas-cluster-queue"' in text and 'namespace="default"' in text

@@ -26,6 +26,7 @@ from webhook.serve.keys import (
     API,
     AUDIT,
     EXECUTOR,
+    MAIN,
     METRICS,
     PODGROUPS,
     RELOADER,
@@ -66,14 +67,28 @@ def create_app(
     app.router.add_post("/validate", handlers.validate)
     app.router.add_get("/healthz", handlers.healthz)
     app.router.add_get("/readyz", handlers.readyz)
-    app.router.add_get("/metrics", handlers.metrics)
     return app
+
+
+def create_metrics_app(app: web.Application) -> web.Application:
+    """The plain-HTTP side listener: /metrics, and /healthz and /readyz of ``app`` for convenience.
+
+    A separate port so the NetworkPolicy can open the webhook port to the API server (from
+    anywhere) and this one to the scraper's namespace only; it reads ``app``'s state, owns none.
+    """
+    side = web.Application(client_max_size=1024)
+    side[MAIN] = app
+    side.router.add_get("/metrics", handlers.metrics)
+    side.router.add_get("/healthz", handlers.healthz)
+    side.router.add_get("/readyz", handlers.readyz)
+    return side
 
 
 async def _executor(app: web.Application) -> AsyncIterator[None]:
     app[EXECUTOR] = ThreadPoolExecutor(app[SETTINGS].decision_threads, thread_name_prefix="decide")
     yield
-    app[EXECUTOR].shutdown(wait=True, cancel_futures=False)
+    # Never block shutdown on a decision still running: its review has been answered or dropped.
+    app[EXECUTOR].shutdown(wait=False, cancel_futures=True)
 
 
 def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[None]]:

@@ -70,6 +70,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="after SIGTERM, how long to stay up unready before closing [TASGATE_DRAIN_SECONDS]",
     )
     parser.add_argument(
+        "--grace-seconds",
+        type=float,
+        default=float(env("GRACE_SECONDS", "10") or 10),
+        help="after the drain, how long in-flight reviews may still take before they are cut "
+        "[TASGATE_GRACE_SECONDS]",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(env("METRICS_PORT", "9090") or 9090),
+        help="plain-HTTP port for /metrics (and /healthz, /readyz); 0 = none [TASGATE_METRICS_PORT]",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default=env("METRICS_HOST"),
+        help="listen address of the metrics port; default: --host [TASGATE_METRICS_HOST]",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=int(env("MAX_CONNECTIONS", "1024") or 1024),
+        help="open connections accepted on the webhook port; more are closed [TASGATE_MAX_CONNECTIONS]",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=float(env("READ_TIMEOUT", "10") or 10),
+        help="seconds a client has for the TLS handshake, a request head, and again its body; "
+        "also the keep-alive idle limit [TASGATE_READ_TIMEOUT]",
+    )
+    parser.add_argument(
         "--dev-cert-dir",
         default=env("DEV_CERT_DIR"),
         help="where development certificates are written when none are given [TASGATE_DEV_CERT_DIR]",

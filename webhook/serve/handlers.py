@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import Any
 
@@ -32,6 +33,7 @@ from webhook.serve.keys import (
     SETTINGS,
     STATE,
     Settings,
+    main_app,
 )
 from webhook.state.cluster import ClusterState
 from webhook.wire.admission import AdmissionRequest, MalformedReview, parse_review, parse_timeout
@@ -53,14 +55,14 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    problems = readiness_problems(request.app)
+    problems = readiness_problems(main_app(request.app))
     if problems:
         return web.Response(status=503, text="not ready: " + "; ".join(problems))
     return web.Response(text="ok")
 
 
 async def metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[METRICS].registry)
+    body = generate_latest(main_app(request.app)[METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
@@ -100,7 +102,25 @@ async def _review(request: web.Request, endpoint: str) -> web.Response:
 async def _answer(request: web.Request, endpoint: str, started: int) -> web.Response:
     app = request.app
     try:
-        req = parse_review(await request.read())
+        raw = await asyncio.wait_for(request.read(), app[SETTINGS].read_timeout)
+    except TimeoutError:
+        app[METRICS].errors.labels("slow-body").inc()
+        log.warning("bad request: body not received within %gs; closing", app[SETTINGS].read_timeout)
+        response = web.json_response({"error": "request body not received in time"}, status=408)
+        response.force_close()
+        return response
+    except web.RequestPayloadError as exc:
+        app[METRICS].errors.labels("malformed").inc()
+        encoding = request.headers.get("Content-Encoding")
+        why = (
+            f"Content-Encoding is {encoding} but the body does not decode as {encoding}"
+            if encoding
+            else re.sub(r"\s+", " ", str(exc)).strip()
+        )
+        log.warning("bad request: body cannot be read: %s", why)
+        return web.json_response({"error": f"request body cannot be read: {why}"}, status=400)
+    try:
+        req = parse_review(raw)
     except MalformedReview as exc:
         app[METRICS].errors.labels("malformed").inc()
         if exc.uid:

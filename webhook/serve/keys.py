@@ -36,6 +36,7 @@ class Settings:
     decision_threads: int = 4
     timeout_margin: float = 0.8  # share of the API server's timeout a decision may use
     cert_poll_seconds: float = 10.0
+    read_timeout: float = 10.0  # seconds a client has for a request head, and again for its body
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,9 @@ EXECUTOR = web.AppKey("executor", ThreadPoolExecutor)
 RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only
 PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only
+MAIN = web.AppKey("main", web.Application)  # on the metrics app: the webhook app it reports on
+
+
+def main_app(app: web.Application) -> web.Application:
+    """The webhook app whose state a request reads, whether it came in on its port or the metrics port."""
+    return app.get(MAIN) or app

@@ -19,6 +19,11 @@ from webhook.wire.errors import BadRequest
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 MAX_BODY_BYTES = 7 * 1024 * 1024  # an UPDATE carries two objects; etcd's limit is 1.5 MiB each
+# The deepest nesting accepted anywhere in a review. Real objects stay far below it (a JobSet's
+# container resources sit 14 levels down; affinity terms add a handful); the decision path may
+# recurse over values and print them, so a value nested 1000 deep must be refused here, not
+# crash there. orjson itself stops at 1024.
+MAX_DEPTH = 100
 
 
 class MalformedReview(BadRequest):
@@ -55,11 +60,36 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise MalformedReview("body is not a JSON object")
     req = doc.get("request")
     uid = str(req.get("uid") or "") if isinstance(req, dict) and isinstance(req.get("uid"), str) else ""
+    if _too_deep(doc, MAX_DEPTH):
+        raise MalformedReview(f"the review nests values more than {MAX_DEPTH} levels deep", uid)
     if doc.get("kind") != KIND or doc.get("apiVersion") != API_VERSION:
         raise MalformedReview(f"expected apiVersion {API_VERSION} and kind {KIND}", uid)
     if not isinstance(req, dict):
         raise MalformedReview("AdmissionReview has no request", uid)
     return _request(req, uid)
+
+
+def _too_deep(doc: object, limit: int) -> bool:
+    """Whether any value sits more than ``limit`` containers deep.
+
+    Level by level, without recursion; on a 7 MiB body of empty lists it costs a third of what
+    parsing it did.
+    """
+    level: list[Any] = [doc] if type(doc) in (dict, list) else []
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        add = below.append
+        for value in level:
+            for child in value.values() if type(value) is dict else value:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    add(child)
+        level = below
+        depth += 1
+    return False
 
 
 def _request(req: dict[str, Any], uid: str) -> AdmissionRequest:
