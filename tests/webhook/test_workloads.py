@@ -678,3 +678,21 @@ def test_unknown_kinds_that_look_like_workloads(obj: dict[str, Any], fragment: s
         assert reason is None
     else:
         assert reason is not None and fragment in reason
+
+
+def test_more_podsets_than_a_kueue_workload_holds_is_refused_before_reading_them() -> None:
+    """Kueue's Workload holds at most 18 PodSets; a 10,000-job JobSet is refused at once."""
+    template = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    jobs = [{"name": f"j{i}", "replicas": 1, "template": template} for i in range(10_000)]
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "big"},
+        "spec": {"replicatedJobs": jobs},
+    }
+    with pytest.raises(InvalidObject) as caught:
+        extract(obj)
+    assert str(caught.value) == (
+        "spec.replicatedJobs: Too many: 10000 entries: a Kueue Workload holds at most 18 PodSets, "
+        "so Kueue could never admit it"
+    )

@@ -20,6 +20,9 @@ from webhook.wire.errors import InvalidObject
 # Counts above this are typos or attacks, never a real gang; refusing them early keeps the
 # scorer's work bounded and the message clear.
 MAX_COUNT = 1_000_000
+# Kueue's Workload holds at most this many PodSets (spec.podSets maxItems): a workload with more
+# never gets a Workload, so it never runs. Checked before any PodSet is read.
+MAX_POD_SETS = 18
 
 RuntimeKey = tuple[str, str, str]
 """(kind, namespace, name) of a TrainingRuntime; namespace is "" for a ClusterTrainingRuntime."""
@@ -121,6 +124,19 @@ def list_at(root: Mapping[str, Any], parts: Path, required: bool = True) -> Sequ
     if not isinstance(value, list | tuple):
         raise InvalidObject.at(field_path(parts), "must be a list")
     return value
+
+
+def pod_set_list_at(root: Mapping[str, Any], parts: Path, required: bool = True) -> Sequence[Any]:
+    """A list each entry of which becomes a PodSet (replicatedJobs, workerGroupSpecs), bounded."""
+    found = list_at(root, parts, required)
+    if len(found) > MAX_POD_SETS:
+        raise InvalidObject.at(
+            field_path(parts),
+            f"{len(found)} entries: a Kueue Workload holds at most {MAX_POD_SETS} PodSets, so Kueue "
+            "could never admit it",
+            "Too many",
+        )
+    return found
 
 
 def count_at(root: Mapping[str, Any], parts: Path, default: int) -> int:

@@ -13,9 +13,9 @@ from webhook.model.workloads.base import (
     checked_count,
     count_at,
     job_name,
-    list_at,
     mapping_at,
     pod_set,
+    pod_set_list_at,
     workload,
 )
 
@@ -23,7 +23,7 @@ from webhook.model.workloads.base import (
 def jobset(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
     """PodSets in ``replicatedJobs`` order; count = replicas x min(parallelism, completions)."""
     jobs_path: Path = ("spec", "replicatedJobs")
-    jobs = list_at(obj, jobs_path)
+    jobs = pod_set_list_at(obj, jobs_path)
     return workload(obj, ctx, [replicated_job(obj, (*jobs_path, i)) for i in range(len(jobs))])
 
 

@@ -25,11 +25,11 @@ from webhook.model.workloads.base import (
     WorkloadPodSets,
     checked_count,
     count_at,
-    list_at,
     lookup,
     mapping_at,
     pod_set,
     pod_set_from,
+    pod_set_list_at,
     string_map,
     workload,
 )
@@ -68,7 +68,7 @@ def cluster_pod_sets(
     """``head`` then each worker group, in ``workerGroupSpecs`` order."""
     pod_sets = [_head(obj, spec_path, sidecar_submitter)]
     groups_path: Path = (*spec_path, "workerGroupSpecs")
-    for i in range(len(list_at(obj, groups_path, required=False))):
+    for i in range(len(pod_set_list_at(obj, groups_path, required=False))):
         pod_sets.append(_worker_group(obj, (*groups_path, i)))
     return pod_sets
 

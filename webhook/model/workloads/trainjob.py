@@ -36,6 +36,7 @@ from webhook.model.workloads.base import (
     mapping_at,
     metadata,
     pod_set_from,
+    pod_set_list_at,
     string_map,
     workload,
 )
@@ -104,7 +105,7 @@ def runtime_key(obj: Mapping[str, Any], ctx: Context) -> RuntimeKey | str:
 
 def runtime_pod_sets(runtime: Mapping[str, Any], trainer: _Trainer) -> list[PodSetTemplate]:
     """The child JobSet's PodSets, in the runtime's replicated-job order."""
-    jobs = [_job(runtime, i) for i in range(len(list_at(runtime, JOBS_PATH)))]
+    jobs = [_job(runtime, i) for i in range(len(pod_set_list_at(runtime, JOBS_PATH)))]
     _apply_num_nodes(runtime, jobs, trainer)
     launcher_as_node = lookup(runtime, (*MPI_POLICY, "runLauncherAsNode"), required=False) is True
     pod_sets = []
