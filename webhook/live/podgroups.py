@@ -1,10 +1,15 @@
 """Create the PodGroups gang-scheduled workloads need, after the workload is persisted.
 
 A pod labelled for a PodGroup that does not exist never schedules. The validating endpoint
-(the last word before persistence) hands the PodGroups of an admitted, non-dry-run workload to
-this worker; it waits for the workload to exist, then creates each PodGroup owned by it (so it
-is garbage-collected with it). Several replicas may do the same: AlreadyExists is success.
+(the last word before persistence) hands an admitted, non-dry-run workload to this worker; it
+waits for the workload to exist, then creates each PodGroup owned by it (so it is
+garbage-collected with it). Several replicas may do the same: AlreadyExists is success.
 Failures become a Warning Event on the workload and a metric.
+
+The review only says *which* workload to look at, never what to create: anyone who reaches the
+webhook port can POST a review. The PodGroups are computed by ``compute`` (the decision path,
+passed in by the server, which sits above this layer) from the object the API server stored;
+if that object implies none, none are created.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,9 +34,13 @@ WAIT_FOR_OWNER_SECONDS = 30.0
 QUEUE_LIMIT = 1000
 
 
+PodGroups = tuple[Mapping[str, Any], ...]
+Compute = Callable[[Mapping[str, Any]], Awaitable[PodGroups]]
+
+
 @dataclass(frozen=True)
 class Intent:
-    """PodGroups to create for one admitted workload."""
+    """One admitted workload whose PodGroups (if any) are to be created."""
 
     group: str
     version: str
@@ -40,13 +49,15 @@ class Intent:
     api_version: str
     namespace: str
     name: str
-    pod_groups: tuple[Mapping[str, Any], ...]
 
 
 class Creator:
-    def __init__(self, api: client.ApiClient, record: Callable[[str], None]) -> None:
+    """``compute(stored object)`` gives the PodGroups that object needs (none: create nothing)."""
+
+    def __init__(self, api: client.ApiClient, record: Callable[[str], None], compute: Compute) -> None:
         self.api = api
         self.record = record
+        self.compute = compute
         self.queue: asyncio.Queue[Intent] = asyncio.Queue(QUEUE_LIMIT)
 
     def submit(self, intent: Intent) -> None:
@@ -73,7 +84,13 @@ class Creator:
                 "%s %s/%s never appeared; no PodGroup created", intent.kind, intent.namespace, intent.name
             )
             return
-        for pod_group in intent.pod_groups:
+        owner.setdefault("apiVersion", intent.api_version)
+        owner.setdefault("kind", intent.kind)
+        pod_groups = await self.compute(owner)
+        if not pod_groups:
+            self.record("none-needed")
+            return
+        for pod_group in pod_groups:
             await self._create(intent, owner, pod_group)
 
     async def _owner(self, intent: Intent) -> dict[str, Any] | None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from aiohttp import web
 
 import scorer
+from webhook.decide.decision import decide
+from webhook.decide.verdicts import Review
 from webhook.live import podgroups, watch
 from webhook.live.api import api_client
 from webhook.live.holder import StateHolder
@@ -118,7 +121,7 @@ def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applicati
         kinds = watch.kinds()
         mirror = Mirror(app[STATE], [k.name for k in kinds], engine=engine)
         counter = app[METRICS].podgroups
-        creator = podgroups.Creator(api, lambda result: counter.labels(result).inc())
+        creator = podgroups.Creator(api, lambda result: counter.labels(result).inc(), _pod_groups_of(app))
         app[PODGROUPS] = creator
         tasks = watch.start(api, kinds, mirror, source.watch)
         tasks.append(asyncio.create_task(creator.run(), name="podgroups"))
@@ -127,6 +130,26 @@ def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applicati
         await api.close()
 
     return ctx
+
+
+def _pod_groups_of(app: web.Application) -> podgroups.Compute:
+    """The PodGroups a stored object needs: the decision path on the current state, in the pool.
+
+    Nothing when the state is not loaded or the stored object would not be admitted.
+    """
+
+    def compute(obj: Mapping[str, Any]) -> podgroups.PodGroups:
+        state = app[STATE].current
+        if state is None:
+            return ()
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        decision = decide(Review(obj, namespace=namespace), state, app[SETTINGS].policy)
+        return tuple(decision.pod_groups) if decision.allowed else ()
+
+    async def run(obj: Mapping[str, Any]) -> podgroups.PodGroups:
+        return await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], compute, obj)
+
+    return run
 
 
 async def _stop(tasks: list[asyncio.Task[None]]) -> None:

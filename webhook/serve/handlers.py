@@ -232,9 +232,8 @@ def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: 
     if creator is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
         return
     name = str(((req.obj or {}).get("metadata") or {}).get("name") or req.name)
-    creator.submit(
-        Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name, d.pod_groups)
-    )
+    # Only which object: what to create is computed from the object the API server stored.
+    creator.submit(Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name))
 
 
 def _json(body: dict[str, Any]) -> web.Response:
