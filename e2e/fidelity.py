@@ -444,7 +444,7 @@ class TasgateServer:
         self.cp = cp
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_ports(1)[0]
+        self.port, self.metrics_port = free_ports(2)
         self.certs = workdir / "tasgate-certs"
         self.stdout_path = workdir / "tasgate.out"
         self.stderr_path = workdir / "tasgate.err"
@@ -458,6 +458,8 @@ class TasgateServer:
                 str(cp.kubeconfig),
                 "--port",
                 str(self.port),
+                "--metrics-port",
+                str(self.metrics_port),
                 "--dev-cert-dir",
                 str(self.certs),
                 "--stale-after",
@@ -574,6 +576,11 @@ def tasgate_called(event: Mapping[str, Any]) -> bool:
     return MUTATE in mutating_webhooks_called(event)
 
 
+def live_summary(notes: Mapping[str, str]) -> str:
+    """``allow/fits``: tasgate's decision and reason code from its audit annotations."""
+    return f"{notes.get('decision')}/{notes.get('reason')}"
+
+
 def tasgate_denial(event: Mapping[str, Any]) -> str | None:
     """The message when one of tasgate's webhooks denied this request, else None."""
     status = event.get("responseStatus") or {}
@@ -665,7 +672,7 @@ class Fidelity:
         )
         if result.returncode not in (0, 1):
             raise AssertionError(f"tasgate check exited {result.returncode}: {result.stderr}{result.stdout}")
-        verdicts = json.loads(result.stdout)
+        verdicts = json.loads(result.stdout)["results"]  # the versioned CheckReport's results
         if len(verdicts) != 1:
             raise AssertionError(f"tasgate check gave {len(verdicts)} verdicts for one object: {verdicts}")
         verdict: dict[str, Any] = verdicts[0]
@@ -673,30 +680,34 @@ class Fidelity:
 
     # -- the live webhook --
 
-    def live_decision(self, obj: Mapping[str, Any]) -> tuple[str, subprocess.CompletedProcess[str]]:
-        """A server-side dry-run create of ``obj``: tasgate's live mutate decision and kubectl's result."""
+    def live_verdict(self, obj: Mapping[str, Any]) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
+        """A server-side dry-run create of ``obj``: the audit annotations of tasgate's mutating
+        webhook (``decision`` allow/deny, ``reason`` the code, ...) and kubectl's result."""
         self.audit.read()
         result = self.cp.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(obj), check=False)
         for event in reversed(self.audit.read()):
             if same_object(event, obj) and event.get("verb") == "create":
-                decision = tasgate_annotations(event).get("decision")
-                if decision:
-                    return decision, result
-        return "", result
+                notes = tasgate_annotations(event)
+                if notes:
+                    return notes, result
+        return {}, result
 
-    def sync_live(self, obj: Mapping[str, Any], reason: str, timeout: float = 15.0) -> None:
+    def sync_live(self, obj: Mapping[str, Any], verdict: Mapping[str, Any], timeout: float = 15.0) -> None:
         """Wait until live tasgate decides ``obj`` as the offline check did (its mirror lags the API)."""
+        want = live_summary(
+            {"decision": "allow" if verdict["allowed"] else "deny", "reason": verdict["reason"]}
+        )
         seen: list[str] = []
 
         def same() -> bool:
-            decision, _ = self.live_decision(obj)
-            seen.append(decision)
-            return decision == reason
+            notes, _ = self.live_verdict(obj)
+            seen.append(live_summary(notes))
+            return seen[-1] == want
 
         try:
-            wait_for(f"live tasgate to decide {reason!r}", same, timeout, every=0.5)
+            wait_for(f"live tasgate to decide {want}", same, timeout, every=0.5)
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; it decided {seen[-5:]} (offline check: {reason!r})") from None
+            raise AssertionError(f"{exc}; it decided {seen[-5:]} (offline check: {want})") from None
 
     def create_event(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         """The audit event of the last real (not dry-run) create of ``obj``."""
@@ -723,7 +734,7 @@ class Fidelity:
         return [kueue_outcome(w) for w in self.workloads(obj)]
 
     def wait_outcome(
-        self, obj: Mapping[str, Any], *, admitted: bool, timeout: float = 45.0
+        self, obj: Mapping[str, Any], *, admitted: bool, timeout: float = 30.0
     ) -> list[KueueOutcome]:
         """Poll until Kueue made a decision: every Workload admitted, or (admitted=False) every one
         tried and left without quota (a QuotaReserved=False message)."""
