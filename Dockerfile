@@ -19,6 +19,7 @@ RUN pip install --no-cache-dir --no-index --find-links /wheels tasgate \
  && rm -rf /wheels \
  && python -c "import scorer; assert scorer.IMPLEMENTATION == 'compiled'"
 USER 65532:65532
-EXPOSE 8443
+# 8443: the webhook (HTTPS, /mutate /validate /healthz /readyz); 9090: /metrics (plain HTTP).
+EXPOSE 8443 9090
 ENTRYPOINT ["tasgate"]
-CMD ["serve", "--in-cluster", "--host=0.0.0.0"]
+CMD ["serve", "--in-cluster", "--host=0.0.0.0", "--metrics-port=9090", "--on-timeout=deny"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -11,6 +12,9 @@ from webhook.decide.policy import parse_policy
 from webhook.files.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
+WEBHOOKS = ROOT / "manifests" / "webhooks" / "webhooks.yaml"
+BASE = ROOT / "manifests" / "base"
+CRDS = ROOT.parent / "shared" / "crds"
 
 
 def test_policy_configmap_is_the_shipped_default() -> None:
@@ -21,7 +25,7 @@ def test_policy_configmap_is_the_shipped_default() -> None:
 
 
 def test_webhooks_follow_the_admission_contract() -> None:
-    docs = list(yaml.safe_load_all((ROOT / "manifests" / "base" / "webhooks.yaml").read_text()))
+    docs = list(yaml.safe_load_all(WEBHOOKS.read_text()))
     assert [d["kind"] for d in docs] == ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
     for doc in docs:
         (hook,) = doc["webhooks"]
@@ -63,9 +67,101 @@ def test_match_conditions_skip_exactly_the_children_the_code_skips() -> None:
     from webhook.model.workloads.registry import ADAPTERS  # noqa: PLC0415 - the code's one list
 
     wanted = {f"{version}/{kind}" for version, kind in ADAPTERS if kind != "Pod"}
-    docs = list(yaml.safe_load_all((ROOT / "manifests" / "base" / "webhooks.yaml").read_text()))
+    docs = list(yaml.safe_load_all(WEBHOOKS.read_text()))
     for doc in docs:
         (hook,) = doc["webhooks"]
         (owned,) = [c for c in hook["matchConditions"] if c["name"] == "not-owned-by-a-judged-workload"]
         listed = set(re.findall(r"'([a-z][^']*/[A-Z][A-Za-z]*)'", owned["expression"]))
         assert listed == wanted
+
+
+def kustomization(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((path / "kustomization.yaml").read_text())
+    return loaded
+
+
+def rendered_kinds(directory: Path) -> list[str]:
+    """The kinds a kustomization's resources hold, following directory resources (no kubectl)."""
+    kinds = []
+    for entry in kustomization(directory).get("resources", []):
+        target = (directory / entry).resolve()
+        if target.is_dir():
+            kinds.extend(rendered_kinds(target))
+        else:
+            kinds.extend(d["kind"] for d in yaml.safe_load_all(target.read_text()) if d)
+    return kinds
+
+
+def test_the_base_registers_no_webhook_and_each_certificate_overlay_does() -> None:
+    """A webhook with failurePolicy Fail and no way to trust it would refuse every Job."""
+    webhook_kinds = {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    assert not webhook_kinds & set(rendered_kinds(ROOT / "manifests"))
+    assert not webhook_kinds & set(rendered_kinds(BASE))
+    for overlay in ("cert-manager", "tasgate-certs"):
+        kinds = rendered_kinds(ROOT / "manifests" / "overlays" / overlay)
+        assert webhook_kinds <= set(kinds), overlay
+        assert "Deployment" in kinds
+
+
+def container() -> dict[str, Any]:
+    deployment = yaml.safe_load((BASE / "deployment.yaml").read_text())
+    (found,) = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(found)
+
+
+def test_fail_closed_is_chosen_once_and_consistently() -> None:
+    """failurePolicy Fail (tasgate unreachable) and --on-timeout=deny (tasgate cannot decide)."""
+    policies = {d["webhooks"][0]["failurePolicy"] for d in yaml.safe_load_all(WEBHOOKS.read_text())}
+    assert policies == {"Fail"}
+    assert "--on-timeout=deny" in container()["args"]
+
+
+def test_shutdown_fits_the_grace_period() -> None:
+    deployment = yaml.safe_load((BASE / "deployment.yaml").read_text())
+    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    args = dict(a.removeprefix("--").split("=", 1) for a in container()["args"] if "=" in a)
+    assert float(args["drain-seconds"]) + float(args["grace-seconds"]) + 1 < grace
+
+
+def test_ports_probes_and_network_policy_agree() -> None:
+    c = container()
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"https": 8443, "metrics": 9090}
+    assert "--port=8443" in c["args"] and "--metrics-port=9090" in c["args"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert c[probe]["httpGet"]["port"] == "https" and c[probe]["httpGet"]["scheme"] == "HTTPS"
+    policy = yaml.safe_load((BASE / "networkpolicy.yaml").read_text())
+    assert policy["spec"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "tasgate"}
+    webhook, metrics = policy["spec"]["ingress"]
+    assert webhook["ports"] == [{"protocol": "TCP", "port": 8443}] and "from" not in webhook
+    assert metrics["ports"] == [{"protocol": "TCP", "port": 9090}]
+    assert metrics["from"][0]["namespaceSelector"]["matchLabels"]
+    assert "networkpolicy.yaml" in kustomization(BASE)["resources"]
+
+
+def test_scale_subresources_are_gated_exactly_where_the_crds_serve_one() -> None:
+    """`kubectl scale` must not walk around the gate; the rules name what the CRDs define."""
+    served = set()
+    for crd in sorted(CRDS.glob("*.yaml")):
+        doc = yaml.safe_load(crd.read_text())
+        if any((v.get("subresources") or {}).get("scale") for v in doc["spec"]["versions"]):
+            served.add(f"{doc['spec']['group']}/{doc['spec']['names']['plural']}/scale")
+    assert served, f"no CRDs in {CRDS}"
+    from webhook.serve.scale import SCALE_PATHS  # noqa: PLC0415 - the server's own table
+
+    assert {f"{group}/{plural}/scale" for group, plural in SCALE_PATHS} == served
+    for doc in yaml.safe_load_all(WEBHOOKS.read_text()):
+        (hook,) = doc["webhooks"]
+        listed = {
+            f"{group}/{resource}"
+            for rule in hook["rules"]
+            for group in rule["apiGroups"]
+            for resource in rule["resources"]
+            if resource.endswith("/scale")
+        }
+        assert listed == served, doc["kind"]
+
+
+def test_dockerignore_keeps_secrets_and_caches_out_of_the_image_context() -> None:
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".venv", ".dev-certs", "*.pem", "**/certs", "build", ".git"} <= ignored

@@ -467,3 +467,61 @@ async def test_metric_labels_come_from_bounded_sets(
     await post(client, "/mutate", review(manifest("job-rack.yaml")))
     text = (await (await side.get("/metrics")).read()).decode()
     assert 'cluster_queue="tas-cluster-queue"' in text and 'namespace="default"' in text
+
+
+def scale_review(name: str, replicas: int, resource: str = "pytorchjobs") -> dict[str, Any]:
+    scale_obj = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas},
+    }
+    body = review(scale_obj, "UPDATE", subResource="scale", oldObject=dict(scale_obj, spec={"replicas": 1}))
+    body["request"]["kind"] = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    body["request"]["resource"] = {"group": "kubeflow.org", "version": "v1", "resource": resource}
+    body["request"]["name"] = name
+    return body
+
+
+@pytest.mark.parametrize(("on_timeout", "allowed"), [("allow", True), ("deny", False)])
+async def test_scale_without_an_api_server_is_answered_per_on_timeout(
+    aiohttp_client: ClientFactory, on_timeout: str, allowed: bool
+) -> None:
+    h = Harness(Settings(policy=load_policy("default"), on_timeout=on_timeout))
+    client = await aiohttp_client(h.app)
+    response = (await post(client, "/validate", scale_review("llama-finetune", 1000)))["response"]
+    assert response["allowed"] is allowed and h.audit[-1]["reason"] == "unavailable"
+    said = response["warnings"][0] if allowed else response["status"]["message"]
+    assert "scale change can only be checked in live mode" in said
+
+
+async def test_scale_is_judged_on_the_stored_parent_as_a_create(
+    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory
+) -> None:
+    """The parent comes from the API server (faked at its one call); a running workload's scale
+    is judged too: not-suspended does not apply to a count change through /scale."""
+    from webhook.serve.keys import API  # noqa: PLC0415
+
+    parent = manifest("pytorchjob-waits.yaml")
+    parent["spec"].pop("runPolicy", None)
+    paths: list[str] = []
+
+    async def stored(api: object, path: str, timeout: float) -> dict[str, Any]:
+        paths.append(path)
+        return copy.deepcopy(parent)
+
+    monkeypatch.setattr(server, "get_object", stored)
+    h = Harness()
+    h.app[API] = object()  # type: ignore[assignment]
+    client = await aiohttp_client(h.app)
+    name = parent["metadata"]["name"]
+    for endpoint in ("/mutate", "/validate"):
+        response = (await post(client, endpoint, scale_review(name, 1000)))["response"]
+        assert response["allowed"] is False and "patch" not in response
+        assert h.audit[-1]["reason"] in ("never-fits", "over-quota"), h.audit[-1]
+        assert "1000" in response["status"]["message"] or "never" in response["status"]["message"]
+    assert paths[0] == f"/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/{name}"
+    response = (await post(client, "/mutate", scale_review(name, 1)))["response"]
+    assert response["allowed"] is True and "patch" not in response, "never a patch for a Scale"
+    unknown = (await post(client, "/validate", scale_review(name, 1000, "tfjobs")))["response"]
+    assert unknown["allowed"] is True and h.audit[-1]["reason"] == "skipped-operation"

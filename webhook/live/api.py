@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiohttp
+import orjson
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -24,3 +27,18 @@ async def checked(response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
         response.release()
         raise ApiException(status=response.status, reason=text)
     return response
+
+
+async def get_object(api: client.ApiClient, path: str, timeout: float = 10.0) -> dict[str, Any]:
+    """GET one object as JSON; ApiException (with the server's status) when it is not there."""
+    response = await api.call_api(
+        path,
+        "GET",
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _request_timeout=timeout,
+    )
+    data = await checked(response[0] if isinstance(response, tuple) else response)
+    found: dict[str, Any] = orjson.loads(await data.read())
+    return found

@@ -13,17 +13,22 @@ import re
 import time
 from typing import Any
 
+import aiohttp
 import orjson
 from aiohttp import web
+from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import scorer
 from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome, judge
+from webhook.live.api import get_object
 from webhook.live.podgroups import Intent
 from webhook.model.workloads.registry import ADAPTERS
+from webhook.serve import scale
 from webhook.serve.audit import audit_record
 from webhook.serve.keys import (
+    API,
     AUDIT,
     EXECUTOR,
     METRICS,
@@ -127,7 +132,10 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
             return _json(respond(exc.uid, False, code=400, message=f"malformed AdmissionReview: {exc}"))
         return web.json_response({"error": f"malformed AdmissionReview: {exc}"}, status=400)
     budget = parse_timeout(request.query.get("timeout")) * app[SETTINGS].timeout_margin
-    outcome = await _decide(app, req, endpoint, budget)
+    if scale.is_scale(req):
+        outcome = await _judge_scale(app, req, endpoint, budget)
+    else:
+        outcome = await _decide(app, req, endpoint, budget)
     latency_us = (time.perf_counter_ns() - started) // 1000
     _record(app, req, outcome, endpoint, latency_us)
     if endpoint == "validate":
@@ -138,7 +146,7 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
         code=outcome.code if not outcome.allowed else None,
         message=outcome.message,
         warnings=outcome.warnings,
-        patch=outcome.patch if endpoint == "mutate" else (),
+        patch=outcome.patch if endpoint == "mutate" and not req.sub_resource else (),
         audit=outcome.audit,
     )
     return _json(body)
@@ -163,6 +171,28 @@ async def _decide(app: web.Application, req: AdmissionRequest, endpoint: str, bu
         app[METRICS].errors.labels("exception").inc()
         log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
         return Outcome(False, Reason.INTERNAL_ERROR, "tasgate failed to decide; see its log", 500)
+
+
+async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Outcome:
+    """A change of the scale subresource: the parent as the API server stores it, with the new
+    count, judged as a CREATE (so the count is judged even on an admitted workload)."""
+    settings = app[SETTINGS]
+    replicas = scale.wanted_replicas(req)
+    if not scale.known(req) or replicas is None:
+        return Outcome(True, Reason.SKIPPED_OPERATION)
+    api = app.get(API)
+    if api is None:
+        return _unavailable(settings, "a scale change can only be checked in live mode (no API server)")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        parent = await asyncio.wait_for(get_object(api, scale.parent_path(req), budget), budget / 2)
+    except (ApiException, aiohttp.ClientError, TimeoutError, OSError) as exc:
+        app[METRICS].errors.labels("scale-parent").inc()
+        why = getattr(exc, "status", None) or type(exc).__name__
+        return _unavailable(settings, f"cannot read {req.resource}/{req.name} to judge its scale ({why})")
+    remaining = max(budget - (loop.time() - started), 0.001)
+    return await _decide(app, scale.as_create(req, parent, replicas), endpoint, remaining)
 
 
 def _unavailable(settings: Settings, why: str) -> Outcome:

@@ -49,6 +49,8 @@ class AdmissionRequest:
     old_obj: Mapping[str, Any] | None
     user: str
     dry_run: bool
+    resource_group: str = ""  # request.resource: for a subresource (scale) the parent's group
+    resource_version: str = ""
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
@@ -118,6 +120,8 @@ def _request(req: dict[str, Any], uid: str) -> AdmissionRequest:
         old_obj=old if isinstance(old, dict) else None,
         user=str(user.get("username", "")),
         dry_run=bool(req.get("dryRun", False)),
+        resource_group=str(resource.get("group", "")),
+        resource_version=str(resource.get("version", "")),
     )
 
 
