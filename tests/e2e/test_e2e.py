@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
@@ -140,12 +141,15 @@ def job(name: str, pods: int, gpus: int, annotations: dict[str, str] | None = No
 
 
 class Tasgate:
-    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+    def __init__(
+        self, cp: ControlPlane, workdir: Path, stale_after: str = "60", name: str = "tasgate"
+    ) -> None:
         self.cp = cp
-        self.port = free_ports(1)[0]
-        self.certs = workdir / "tasgate-certs"
-        self.stdout = (workdir / "tasgate.out").open("wb")
-        self.stderr = (workdir / "tasgate.err").open("wb")
+        self.port, self.metrics_port = free_ports(2)
+        self.certs = workdir / f"{name}-certs"
+        self.name = name
+        self.stdout = (workdir / f"{name}.out").open("wb")
+        self.stderr = (workdir / f"{name}.err").open("wb")
         self.workdir = workdir
         self.proc = subprocess.Popen(
             [
@@ -155,10 +159,12 @@ class Tasgate:
                 str(cp.kubeconfig),
                 "--port",
                 str(self.port),
+                "--metrics-port",
+                str(self.metrics_port),
                 "--dev-cert-dir",
                 str(self.certs),
                 "--stale-after",
-                "60",
+                stale_after,
             ],
             stdout=self.stdout,
             stderr=self.stderr,
@@ -178,10 +184,10 @@ class Tasgate:
             return 0, ""
 
     def log(self) -> str:
-        return (self.workdir / "tasgate.err").read_text()
+        return (self.workdir / f"{self.name}.err").read_text()
 
     def audit(self) -> list[dict[str, Any]]:
-        text = (self.workdir / "tasgate.out").read_text()
+        text = (self.workdir / f"{self.name}.out").read_text()
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def stop(self) -> None:
@@ -213,6 +219,12 @@ def webhook_configurations(port: int, ca_bundle: str) -> str:
             "apiGroups": ["kubeflow.org"],
             "apiVersions": ["v1"],
             "resources": ["pytorchjobs"],
+        },
+        {
+            "operations": ["UPDATE"],
+            "apiGroups": ["kubeflow.org"],
+            "apiVersions": ["v1"],
+            "resources": ["pytorchjobs/scale"],
         },
         {
             "operations": ["CREATE", "UPDATE"],
@@ -481,23 +493,96 @@ def test_api_server_audit_log_carries_tasgates_annotations(world: tuple[ControlP
             notes = event.get("annotations") or {}
             ref = event.get("objectRef") or {}
             if ref.get("name") == "audited" and "mutate.tasgate.io/decision" in notes:
-                return (notes["mutate.tasgate.io/decision"], notes.get("mutate.tasgate.io/reason")) == ("allow", "fits")
+                return (notes["mutate.tasgate.io/decision"], notes.get("mutate.tasgate.io/reason")) == (
+                    "allow",
+                    "fits",
+                )
         return False
 
     wait_for("tasgate's audit annotations in the API server's audit log", annotated, 20)
     assert any(line["name"] == "audited" and line["reason"] == "fits" for line in tasgate.audit())
 
 
-def test_deployment_manifests_pass_a_server_side_dry_run(world: tuple[ControlPlane, Tasgate]) -> None:
+def test_deployment_manifests_pass_a_server_side_dry_run(
+    world: tuple[ControlPlane, Tasgate], tmp_path: Path
+) -> None:
+    """The base registers no webhook; each certificate overlay installs everything, webhooks too."""
     cp, _ = world
     cp.kubectl("create", "namespace", "tasgate-system", check=False)
-    result = cp.kubectl("apply", "--dry-run=server", "-k", str(ROOT / "manifests"), check=False)
-    assert result.returncode == 0, result.stderr
-    assert "deployment.apps/tasgate created (server dry run)" in result.stdout
-    assert (
-        "mutatingwebhookconfiguration.admissionregistration.k8s.io/tasgate created (server dry run)"
-        in result.stdout
+    hooks = (
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/tasgate",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/tasgate",
     )
+    base = cp.kubectl("apply", "--dry-run=server", "-k", str(ROOT / "manifests"), check=False)
+    assert base.returncode == 0, base.stderr
+    assert "deployment.apps/tasgate created (server dry run)" in base.stdout
+    assert "networkpolicy.networking.k8s.io/tasgate created (server dry run)" in base.stdout
+    assert not any(h in base.stdout for h in hooks), "the base must not register webhooks"
+    # tasgate-certs: on a copy, with the certificate files its README step makes.
+    shutil.copytree(ROOT / "manifests", tmp_path / "manifests", symlinks=True)
+    overlay = tmp_path / "manifests" / "overlays" / "tasgate-certs"
+    files = certs.generate(overlay / "certs", ["tasgate.tasgate-system.svc"])
+    (overlay / "ca-bundle.env").write_text(f"caBundle={certs.ca_bundle(files.ca_cert)}\n")
+    result = cp.kubectl("apply", "--dry-run=server", "-k", str(overlay), check=False)
+    assert result.returncode == 0, result.stderr
+    for hook in hooks:
+        assert f"{hook} created (server dry run)" in result.stdout
+    # cert-manager: its Issuer/Certificate kinds are not installed here, so those two are only
+    # rendered; everything else goes through the server's dry run.
+    rendered = cp.kubectl("kustomize", str(ROOT / "manifests" / "overlays" / "cert-manager")).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    assert {d["kind"] for d in docs if d["apiVersion"].startswith("cert-manager.io/")} == {
+        "Issuer",
+        "Certificate",
+    }
+    rest = [d for d in docs if not d["apiVersion"].startswith("cert-manager.io/")]
+    for d in rest:
+        if d["kind"].endswith("WebhookConfiguration"):
+            assert d["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "tasgate-system/tasgate"
+    result = cp.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(rest), check=False)
+    assert result.returncode == 0, result.stderr
+    for hook in hooks:
+        assert f"{hook} created (server dry run)" in result.stdout
+
+
+def test_kubectl_scale_cannot_walk_around_the_gate(world: tuple[ControlPlane, Tasgate]) -> None:
+    cp, tasgate = world
+    obj = _kind_manifest("pytorchjob")
+    obj["metadata"]["name"] = "pt-scale"
+    obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2
+    assert apply(cp, obj).returncode == 0
+
+    def workers() -> int:
+        return int(stored(cp, "pytorchjob", "pt-scale")["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])
+
+    result = cp.kubectl("scale", "pytorchjob", "pt-scale", "-n", NS, "--replicas=1000", check=False)
+    assert result.returncode != 0, result.stdout
+    assert 'admission webhook "mutate.tasgate.io" denied the request' in result.stderr, result.stderr
+    assert workers() == 2
+    result = cp.kubectl("scale", "pytorchjob", "pt-scale", "-n", NS, "--replicas=1", check=False)
+    assert result.returncode == 0, result.stderr
+    assert workers() == 1
+    scale_lines = [a for a in tasgate.audit() if a["kind"] == "Scale" and a["name"] == "pt-scale"]
+    assert {a["decision"] for a in scale_lines} == {"allow", "deny"}
+
+
+def test_a_quiet_cluster_keeps_readiness_with_a_short_stale_after(
+    world: tuple[ControlPlane, Tasgate], tmp_path: Path
+) -> None:
+    """Watches (240 s each) that are open and silent are fresh: --stale-after 5 never trips."""
+    cp, _ = world
+    quiet = Tasgate(cp, tmp_path, stale_after="5", name="quiet")
+    try:
+        wait_for("the second tasgate to sync", lambda: quiet.get("/readyz")[0] == 200, 60)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            status, text = quiet.get("/readyz")
+            assert status == 200, text
+            time.sleep(0.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{quiet.metrics_port}/readyz", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        quiet.stop()
 
 
 def test_no_process_outlives_the_module(world: tuple[ControlPlane, Tasgate]) -> None:
