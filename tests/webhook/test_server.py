@@ -525,3 +525,61 @@ async def test_scale_is_judged_on_the_stored_parent_as_a_create(
     assert response["allowed"] is True and "patch" not in response, "never a patch for a Scale"
     unknown = (await post(client, "/validate", scale_review(name, 1000, "tfjobs")))["response"]
     assert unknown["allowed"] is True and h.audit[-1]["reason"] == "skipped-operation"
+
+
+async def test_policy_file_is_reloaded_on_change_and_a_broken_one_keeps_the_old(
+    tmp_path: Path, aiohttp_client: ClientFactory
+) -> None:
+    import asyncio  # noqa: PLC0415
+
+    from webhook.serve.app import create_metrics_app  # noqa: PLC0415
+    from webhook.serve.keys import POLICY  # noqa: PLC0415
+
+    shipped = (Path(__file__).resolve().parents[2] / "manifests" / "base" / "policy.yaml").read_text()
+    path = tmp_path / "policy.yaml"
+    path.write_text(shipped)
+    settings = Settings(policy=load_policy(str(path)), policy_file=str(path), cert_poll_seconds=0.05)
+    h = Harness(settings)
+    client = await aiohttp_client(h.app)
+    side = await aiohttp_client(create_metrics_app(h.app))
+    assert "patch" in (await post(client, "/mutate", review(manifest("job-rack.yaml"))))["response"]
+
+    async def until(check: Callable[[], bool]) -> None:
+        for _ in range(100):
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("the policy poller never acted")
+
+    quiet = yaml.safe_load(shipped)
+    quiet["metadata"]["name"] = "quiet"
+    for rule in quiet["spec"]["rules"]:
+        rule["inject"], rule["gang"] = {"mode": "none"}, {"backend": "none"}
+    path.write_text(yaml.safe_dump(quiet))
+    await until(lambda: h.app[POLICY].current.name == "quiet")
+    assert "patch" not in (await post(client, "/mutate", review(manifest("job-rack.yaml"))))["response"]
+    path.write_text("spec: [this is not a policy")
+    await until(lambda: h.app[POLICY].error is not None)
+    assert h.app[POLICY].current.name == "quiet", "a broken policy keeps the one in force"
+    text = await (await side.get("/metrics")).text()
+    assert 'tasgate_policy_reloads_total{result="ok"} 1.0' in text
+    assert 'tasgate_policy_reloads_total{result="error"} 1.0' in text
+    assert "tasgate_policy_reload_error 1.0" in text
+
+
+async def test_certificate_expiry_is_a_metric(tmp_path: Path, aiohttp_client: ClientFactory) -> None:
+    from cryptography import x509  # noqa: PLC0415
+
+    from webhook.serve import certs  # noqa: PLC0415
+    from webhook.serve.app import create_metrics_app  # noqa: PLC0415
+    from webhook.serve.tls import CertReloader, server_context  # noqa: PLC0415
+
+    files = certs.generate(tmp_path, ["localhost"], days=30)
+    reloader = CertReloader(server_context(files.cert, files.key), files.cert, files.key)
+    app = create_app(Settings(policy=load_policy("default")), lambda _: None, StateSource(), reloader)
+    side = await aiohttp_client(create_metrics_app(app))
+    await aiohttp_client(app)
+    expiry = x509.load_pem_x509_certificate(files.cert.read_bytes()).not_valid_after_utc.timestamp()
+    text = await (await side.get("/metrics")).text()
+    (line,) = [x for x in text.splitlines() if x.startswith("tasgate_certificate_expiry_timestamp_seconds ")]
+    assert float(line.split()[1]) == pytest.approx(expiry)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 import scorer
 from webhook.decide.decision import decide
+from webhook.decide.policy import PolicyError, parse_policy
 from webhook.decide.verdicts import Review
 from webhook.live import podgroups, watch
 from webhook.live.api import api_client
@@ -32,11 +35,13 @@ from webhook.serve.keys import (
     MAIN,
     METRICS,
     PODGROUPS,
+    POLICY,
     RELOADER,
     RUNTIME,
     SETTINGS,
     STATE,
     AuditSink,
+    PolicyState,
     Runtime,
     Settings,
     StateSource,
@@ -60,10 +65,14 @@ def create_app(
         holder.publish(build_state(source.objects, 1, engine))
     app[RUNTIME] = Runtime()
     app[RUNTIME].idle.set()
+    app[POLICY] = PolicyState(settings.policy, settings.policy_file, _digest_of(settings.policy_file))
     app.cleanup_ctx.append(_executor)
     if reloader is not None:
         app[RELOADER] = reloader
+        app[METRICS].cert_expiry.set(reloader.not_after or 0)
         app.cleanup_ctx.append(_cert_poller(settings.cert_poll_seconds))
+    if settings.policy_file:
+        app.cleanup_ctx.append(_policy_poller(settings.cert_poll_seconds))
     if source.live:
         app.cleanup_ctx.append(_live(source, engine))
     app.router.add_post("/mutate", handlers.mutate)
@@ -100,6 +109,7 @@ def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[N
 
         def reloaded(fingerprint: str) -> None:
             m.cert_reloads.inc()
+            m.cert_expiry.set(reloader.not_after or 0)
             log.info("serving certificate reloaded fingerprint=%s", fingerprint[:16])
 
         def failed(error: Exception) -> None:
@@ -110,6 +120,59 @@ def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[N
         await _stop([task])
 
     return poll
+
+
+def _digest_of(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _policy_poller(interval: float) -> Callable[[web.Application], AsyncIterator[None]]:
+    """Reload the policy file when its content changes (by hash: a mounted ConfigMap changes by
+    symlink swap). A new policy that does not parse keeps the old one, logged once per content."""
+
+    async def poll(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(_poll_policy(app[POLICY], app[METRICS], interval))
+        yield
+        await _stop([task])
+
+    return poll
+
+
+async def _poll_policy(held: PolicyState, m: Metrics, interval: float) -> None:
+    refused: str | None = None
+    while True:
+        await asyncio.sleep(interval)
+        assert held.path is not None
+        try:
+            raw = Path(held.path).read_bytes()
+        except OSError as exc:
+            if refused != f"unreadable:{exc.strerror}":
+                refused = f"unreadable:{exc.strerror}"
+                held.error = f"cannot read policy file {held.path}: {exc.strerror}"
+                m.policy_reloads.labels("error").inc()
+                m.policy_error.set(1)
+                log.warning("policy not reloaded, keeping %s: %s", held.current.name, held.error)
+            continue
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest in (held.digest, refused):
+            continue
+        try:
+            policy = parse_policy(raw.decode("utf-8", errors="replace"), held.path)
+        except PolicyError as exc:
+            refused, held.error = digest, str(exc)
+            m.policy_reloads.labels("error").inc()
+            m.policy_error.set(1)
+            log.warning("policy not reloaded, keeping %s: %s", held.current.name, exc)
+            continue
+        held.current, held.digest, held.error, refused = policy, digest, None, None
+        m.policy_reloads.labels("ok").inc()
+        m.policy_error.set(0)
+        log.info("policy reloaded from %s: %s sha256=%s", held.path, policy.name, digest[:16])
 
 
 def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -143,7 +206,7 @@ def _pod_groups_of(app: web.Application) -> podgroups.Compute:
         if state is None:
             return ()
         namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        decision = decide(Review(obj, namespace=namespace), state, app[SETTINGS].policy)
+        decision = decide(Review(obj, namespace=namespace), state, app[POLICY].current)
         return tuple(decision.pod_groups) if decision.allowed else ()
 
     async def run(obj: Mapping[str, Any]) -> podgroups.PodGroups:

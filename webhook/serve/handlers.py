@@ -33,6 +33,7 @@ from webhook.serve.keys import (
     EXECUTOR,
     METRICS,
     PODGROUPS,
+    POLICY,
     RELOADER,
     RUNTIME,
     SETTINGS,
@@ -161,7 +162,7 @@ async def _decide(app: web.Application, req: AdmissionRequest, endpoint: str, bu
     if settings.stale_after and age is not None and age > settings.stale_after:
         return _unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
     loop = asyncio.get_running_loop()
-    call = loop.run_in_executor(app[EXECUTOR], judge, req, state, settings.policy, endpoint == "mutate")
+    call = loop.run_in_executor(app[EXECUTOR], judge, req, state, app[POLICY].current, endpoint == "mutate")
     try:
         return await asyncio.wait_for(call, budget)
     except TimeoutError:

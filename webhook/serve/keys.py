@@ -37,6 +37,7 @@ class Settings:
     timeout_margin: float = 0.8  # share of the API server's timeout a decision may use
     cert_poll_seconds: float = 10.0
     read_timeout: float = 10.0  # seconds a client has for a request head, and again for its body
+    policy_file: str | None = None  # a policy read from this file is reloaded when its content changes
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,20 @@ class StateSource:
 
 
 @dataclass
+class PolicyState:
+    """The policy in force; replaced (never mutated) when its file's content changes and parses.
+
+    ``digest`` is the SHA-256 of the file content in force (None for the built-in policies);
+    ``error`` is why the newest content was refused (the previous policy stays), else None.
+    """
+
+    current: Policy
+    path: str | None = None
+    digest: str | None = None
+    error: str | None = None
+
+
+@dataclass
 class Runtime:
     """Mutable serving state: draining flag and in-flight count, for readiness and SIGTERM."""
 
@@ -68,6 +83,7 @@ STATE = web.AppKey("state", StateHolder)
 METRICS = web.AppKey("metrics", Metrics)
 AUDIT: web.AppKey[AuditSink] = web.AppKey("audit")
 RUNTIME = web.AppKey("runtime", Runtime)
+POLICY = web.AppKey("policy", PolicyState)
 EXECUTOR = web.AppKey("executor", ThreadPoolExecutor)
 RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only

@@ -92,6 +92,7 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         allow_reference_scorer=args.allow_reference_scorer,
         cert_poll_seconds=args.cert_poll_seconds,
         read_timeout=args.read_timeout,
+        policy_file=args.policy if args.policy not in ("default", "none") else None,
     )
     reloader = CertReloader(context, cert, key)
     app = create_app(settings, line_writer(sys.stdout), source, reloader)

@@ -66,6 +66,22 @@ class Metrics:
         self.cert_reloads = Counter(
             "tasgate_certificate_reloads", "Serving certificate reloads.", registry=self.registry
         )
+        self.cert_expiry = Gauge(
+            "tasgate_certificate_expiry_timestamp_seconds",
+            "When the serving certificate in use expires (Unix time; 0 before one is loaded).",
+            registry=self.registry,
+        )
+        self.policy_reloads = Counter(
+            "tasgate_policy_reloads",
+            "Policy file reloads by result (error: the new content was refused, the old policy kept).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.policy_error = Gauge(
+            "tasgate_policy_reload_error",
+            "1 while the policy file's newest content is refused and an older policy is in force.",
+            registry=self.registry,
+        )
         self.info = Gauge(
             "tasgate_scorer_info", "The active placement engine.", ["implementation"], registry=self.registry
         )

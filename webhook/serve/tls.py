@@ -76,6 +76,7 @@ class CertReloader:
         self.last_loaded_fingerprint: str | None = None
         self.last_loaded_at: float | None = None
         self.last_error: TLSConfigError | None = None
+        self.not_after: float | None = None  # Unix time the loaded leaf certificate expires
         self._reported: str | None = None
         self.check()
 
@@ -101,6 +102,7 @@ class CertReloader:
         if fingerprint == self.last_loaded_fingerprint:
             return False
         self.loaded, self.last_loaded_fingerprint, self.last_loaded_at = True, fingerprint, time.time()
+        self.not_after = x509.load_pem_x509_certificates(cert_pem)[0].not_valid_after_utc.timestamp()
         return True
 
     async def run(
