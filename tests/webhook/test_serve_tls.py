@@ -94,6 +94,8 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]
             "0.2",
             "--drain-seconds",
             "1",
+            "--metrics-port",
+            str(free_port()),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
