@@ -2,7 +2,7 @@
 
 One control plane, the real Kueue manager (e2e/kueue.py, with its webhooks) and ``tasgate serve
 --kubeconfig`` registered with **both** of its production webhook configurations
-(manifests/base/webhooks.yaml, only ``clientConfig`` rewired to a loopback URL + caBundle). The
+(manifests/webhooks/webhooks.yaml, only ``clientConfig`` rewired to a loopback URL + caBundle). The
 configurations keep their production name ``tasgate``, which sorts after
 ``kueue-mutating-webhook-configuration``: the API server calls Kueue's mutating webhook first, then
 tasgate's, then every validating webhook on the final object.
@@ -53,7 +53,7 @@ from e2e.nodes import GPU, HOSTNAME_LABEL, NOT_READY_TAINT, node_manifest, ready
 from webhook.serve import certs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-WEBHOOKS_MANIFEST = REPO_ROOT / "manifests" / "base" / "webhooks.yaml"
+WEBHOOKS_MANIFEST = REPO_ROOT / "manifests" / "webhooks" / "webhooks.yaml"
 SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
 PODGROUP_CRD = SHARED_CRDS / "scheduling.x-k8s.io_podgroups.yaml"
 TASGATE = Path(sys.executable).with_name("tasgate")
@@ -506,7 +506,7 @@ class TasgateServer:
 
 
 def tasgate_webhook_configurations(port: int, ca_bundle: str) -> list[dict[str, Any]]:
-    """manifests/base/webhooks.yaml as shipped, each ``clientConfig`` a loopback URL + caBundle."""
+    """manifests/webhooks/webhooks.yaml as shipped, each ``clientConfig`` a loopback URL + caBundle."""
     documents = [doc for doc in yaml.safe_load_all(WEBHOOKS_MANIFEST.read_text()) if doc]
     for doc in documents:
         for hook in doc["webhooks"]:

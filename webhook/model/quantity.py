@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from decimal import Decimal
 from fractions import Fraction
 
@@ -48,6 +49,9 @@ _DECIMAL_SUFFIXES: dict[str, int] = {
 _BINARY_SUFFIXES: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _SHAPE = re.compile(r"(?P<sign>[+-]?)(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?P<suffix>.*)", re.DOTALL)
 _EXPONENT = re.compile(r"[eE](?P<exp>[+-]?[0-9]+)")
+# A bad value is echoed in the error, never whole: an attacker's 7 MiB nested list stays out of it.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 40, 40
 _SUFFIX_HELP = "valid suffixes are n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or an exponent such as e3"
 
 # Resources counted in bytes, printed back with binary suffixes.
@@ -67,7 +71,7 @@ def parse_quantity(text: str | int | float, path: str) -> Fraction:
     Raises ``InvalidObject`` naming ``path`` when the value is not a quantity or is too large.
     """
     if isinstance(text, bool) or not isinstance(text, str | int | float):
-        raise InvalidObject.at(path, f"{text!r}: must be a quantity string such as 500m or 2Gi")
+        raise InvalidObject.at(path, f"{_SHORT.repr(text)}: must be a quantity string such as 500m or 2Gi")
     if isinstance(text, str) and text != text.strip():
         raise InvalidObject.at(path, f"{_quoted(text)}: must not have leading or trailing spaces")
     value = _number(text, path) if not isinstance(text, str) else _parse_text(text, path)
@@ -166,4 +170,4 @@ def _round_to_nano(value: Fraction) -> Fraction:
 
 
 def _quoted(text: object) -> str:
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + str(text)[:MAX_TEXT_LENGTH].replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -37,7 +37,7 @@ def audit_record(
                 "level": level or None,
                 "injected": v.injected,
                 "fitsNow": bool(v.now and v.now.fits),
-                "fitsNever": bool(v.never and v.never.fits),
+                "fitsWhenEmpty": bool(v.never and v.never.fits),
                 "bestDomain": "/".join(best) if best else None,
             }
         )
