@@ -70,6 +70,8 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         "clusterqueues",
         "trainingruntimes",
         "clustertrainingruntimes",
+        "podgroups",
+        "volcanopodgroups",
     ):
         mirror.mark_absent(kind)
     mirror.replace("limitranges", [])

@@ -571,3 +571,18 @@ def test_a_workload_can_opt_out_of_injection(sample_state: ClusterState, default
     obj["metadata"]["annotations"] = {"tasgate.io/inject": "false"}
     d = judge(obj, sample_state, default_policy)
     assert d.allowed and d.patch == () and d.pod_groups == ()
+
+
+def test_no_gang_labels_where_the_podgroup_crd_is_not_served(default_policy: Policy) -> None:
+    """Live mode knows which CRDs are served: a label naming a PodGroup that cannot exist would
+    leave the pods unscheduled forever, so none is added, and the warning says why."""
+    objects = sample_objects()
+    served = judge(job(4), build_state(objects), default_policy)
+    assert served.pod_groups and any(COSCHED_LABEL in str(op["value"]) for op in served.patch)
+    unserved = judge(job(4), build_state(objects, unserved={"podgroups"}), default_policy)
+    assert unserved.allowed and unserved.pod_groups == ()
+    assert not any(COSCHED_LABEL in str(op["value"]) for op in unserved.patch)
+    assert any(
+        "Coscheduling PodGroup (podgroups.scheduling.x-k8s.io) CRD is not served" in w
+        for w in unserved.warnings
+    )

@@ -25,13 +25,15 @@ def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str |
     if kubeconfig:
         if refs:
             raise LoadError("give either --state files or --kubeconfig, not both")
-        return build_state(asyncio.run(_list_cluster(kubeconfig, context)), 1)
+        objects, unserved = asyncio.run(_list_cluster(kubeconfig, context))
+        return build_state(objects, 1, unserved=unserved)
     if context:
         raise LoadError("--context needs --kubeconfig")
     return cluster_state(refs)
 
 
-async def _list_cluster(kubeconfig: str, context: str | None) -> list[Mapping[str, Any]]:
+async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """Every object of the kinds live mode watches, and the (optional) kinds not served."""
     configuration = client.Configuration()
     try:
         await config.load_kube_config(
@@ -40,13 +42,15 @@ async def _list_cluster(kubeconfig: str, context: str | None) -> list[Mapping[st
     except (OSError, config.ConfigException) as exc:
         raise LoadError(f"--kubeconfig {kubeconfig}: {exc}") from None
     objects: list[Mapping[str, Any]] = []
+    unserved: list[str] = []
     async with client.ApiClient(configuration) as api:
         for kind in kinds():
             try:
                 response = await checked(await kind.lister(api)(_preload_content=False, **kind.kwargs))
             except ApiException as exc:
                 if exc.status == 404 and kind.optional:
-                    continue  # a CRD that is not installed
+                    unserved.append(kind.name)  # a CRD that is not installed
+                    continue
                 raise LoadError(f"listing {kind.name}: {exc.status} {exc.reason}") from None
             except OSError as exc:
                 raise LoadError(f"listing {kind.name}: {exc}") from None
@@ -54,4 +58,4 @@ async def _list_cluster(kubeconfig: str, context: str | None) -> list[Mapping[st
             objects += [
                 {"apiVersion": kind.api_version, "kind": kind.kind, **i} for i in body.get("items") or []
             ]
-    return objects
+    return objects, unserved

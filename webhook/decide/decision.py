@@ -123,7 +123,7 @@ def _judge(
         wanted = replace(wanted, group_leader_workers=False)
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
-    decision = _verdict(review, base, view, scored, rule if mutable else None, policy)
+    decision = _verdict(review, base, view, scored, rule if mutable else None, policy, state.unserved)
     if quota.today and decision.allowed:
         decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision
@@ -165,7 +165,13 @@ def _levels(request: TopologyRequest) -> list[str]:
 
 
 def _verdict(
-    review: Review, base: Decision, view: WorkloadView, scored: Scored, rule: Rule | None, policy: Policy
+    review: Review,
+    base: Decision,
+    view: WorkloadView,
+    scored: Scored,
+    rule: Rule | None,
+    policy: Policy,
+    state_unserved: frozenset[str] = frozenset(),
 ) -> Decision:
     target = scored.target
     warnings = [(p) for p in scored.plan.problems]
@@ -196,6 +202,13 @@ def _verdict(
         )
     backend = rule.gang if rule else None
     wl = view.workload
+    crd = GANG_CRDS.get(backend.backend) if backend is not None else None
+    if crd is not None and crd[0] in state_unserved:
+        warnings.append(
+            f"no gang labels added: the {crd[1]} CRD is not served, and pods labelled for a "
+            "PodGroup that cannot exist never schedule"
+        )
+        backend = None
     if backend is not None and backend.backend != "none" and wl.groups > 1:
         # Kueue admits each replica group on its own; one PodGroup across them would hold
         # admitted groups back for the others.
@@ -215,6 +228,13 @@ def _verdict(
         audit=_audit(scored.verdicts, target, reason),
         pod_groups=tuple(groups),
     )
+
+
+# The watched kind (live.watch) that says a gang backend's PodGroup CRD is served, and its name.
+GANG_CRDS = {
+    "coscheduling": ("podgroups", "Coscheduling PodGroup (podgroups.scheduling.x-k8s.io)"),
+    "volcano": ("volcanopodgroups", "Volcano PodGroup (podgroups.scheduling.volcano.sh)"),
+}
 
 
 def _partial_warnings(v: PodSetVerdict) -> list[str]:

@@ -136,7 +136,7 @@ class Mirror:
         ]
         self.generation += 1
         nodes = [replace(node, usage=totals.get(name, {})) for name, (_, node) in sorted(self.nodes.items())]
-        return build_state(others, self.generation, self.engine, nodes)
+        return build_state(others, self.generation, self.engine, nodes, unserved=self.absent)
 
     async def publish_forever(self) -> None:
         """Rebuild after changes (debounced) and keep the holder's freshness current."""

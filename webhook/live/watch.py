@@ -34,6 +34,8 @@ log = logging.getLogger("tasgate.live")
 
 LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 KUEUE = "kueue.x-k8s.io"
+COSCHEDULING, VOLCANO = "scheduling.x-k8s.io/v1alpha1", "scheduling.volcano.sh/v1beta1"
+POD_GROUPS, VOLCANO_POD_GROUPS = "podgroups", "volcanopodgroups"
 TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
 TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 
@@ -100,6 +102,18 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
             TRAINER,
             "ClusterTrainingRuntime",
             trainer("clustertrainingruntimes"),
+            True,
+        ),
+        # Whether the gang backends' PodGroup CRDs are served: labels that name a PodGroup that
+        # cannot exist leave pods unscheduled forever.
+        Kind(
+            POD_GROUPS, COSCHEDULING, "PodGroup", custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"), True
+        ),
+        Kind(
+            VOLCANO_POD_GROUPS,
+            VOLCANO,
+            "PodGroup",
+            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
             True,
         ),
     ]

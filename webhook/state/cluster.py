@@ -43,6 +43,8 @@ class ClusterState:
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
     overheads: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # RuntimeClass
+    # Watched kinds the API server does not serve (live mode); empty when not known (files).
+    unserved: frozenset[str] = frozenset()
     generation: int = 0
     engine: Engine | None = None  # the placement engine snapshots use (None: the default one)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
@@ -91,6 +93,7 @@ def build_state(
     generation: int = 0,
     engine: Engine | None = None,
     nodes: Sequence[Node] | None = None,
+    unserved: Iterable[str] = (),
 ) -> ClusterState:
     """Fold any mix of Nodes, Pods, Namespaces and Kueue objects into one state.
 
@@ -140,6 +143,7 @@ def build_state(
         runtimes=runtimes,
         limit_ranges={ns: limit_range_defaults(objs) for ns, objs in limit_ranges.items()},
         overheads=overheads,
+        unserved=frozenset(unserved),
         generation=generation,
         engine=engine,
     )
