@@ -239,7 +239,7 @@ async def test_bookmarks_refresh_and_are_never_applied() -> None:
 
     before = time.monotonic()
     assert await _watch(lister, nodes, mirror, WatchSettings(), "10") == "43"
-    assert list(mirror.raw["nodes"]) == ["/a"], "the bookmark is not an object"
+    assert list(mirror.nodes) == ["a"], "the bookmark is not an object"
     assert mirror.synced["nodes"] >= before
 
     async def only_bookmark(**kw: Any) -> FakeResponse:
@@ -248,7 +248,7 @@ async def test_bookmarks_refresh_and_are_never_applied() -> None:
     mirror.synced["nodes"] -= 1000.0
     before = time.monotonic()
     assert await _watch(only_bookmark, nodes, mirror, WatchSettings(), "43") == "42"
-    assert mirror.synced["nodes"] >= before and list(mirror.raw["nodes"]) == ["/a"]
+    assert mirror.synced["nodes"] >= before and list(mirror.nodes) == ["a"]
 
 
 def test_only_a_disconnected_kind_ages() -> None:

@@ -29,6 +29,23 @@ from webhook.wire.errors import InvalidObject
 log = logging.getLogger("tasgate.live")
 
 
+# Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
+# (PodGroups): their objects are never kept whole. Memory is then bound by nodes and pods parsed,
+# not by what the API server sends (a Pod object is kilobytes; its usage is a few integers).
+NOT_KEPT = frozenset({"nodes", "pods", "podgroups", "volcanopodgroups"})
+
+
+def _kept(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What of ``obj`` the state builder reads: nothing, its name and labels, or all of it."""
+    if kind in NOT_KEPT:
+        return None
+    if kind == "namespaces":
+        meta = obj.get("metadata") or {}
+        slim = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
+        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim}
+    return obj
+
+
 def _key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
@@ -59,7 +76,7 @@ class Mirror:
 
     def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None:
         """A fresh list: everything not in it is gone (synthesised deletions)."""
-        self.raw[kind] = {_key(o): o for o in items}
+        self.raw[kind] = {_key(o): kept for o in items if (kept := _kept(kind, o)) is not None}
         if kind == "nodes":
             self.nodes = {}
             for o in items:
@@ -81,7 +98,9 @@ class Mirror:
             elif kind == "pods":
                 self.usage.pop(key, None)
         else:
-            self.raw[kind][key] = obj
+            kept = _kept(kind, obj)
+            if kept is not None:
+                self.raw[kind][key] = kept
             if kind == "nodes":
                 self._node(obj)
             elif kind == "pods":
@@ -131,9 +150,7 @@ class Mirror:
             into = totals.setdefault(node, {})
             for resource, amount in requests.items():
                 into[resource] = into.get(resource, 0) + amount
-        others = [
-            o for kind, objs in self.raw.items() if kind not in ("nodes", "pods") for o in objs.values()
-        ]
+        others = [o for objs in self.raw.values() for o in objs.values()]
         self.generation += 1
         nodes = [replace(node, usage=totals.get(name, {})) for name, (_, node) in sorted(self.nodes.items())]
         return build_state(others, self.generation, self.engine, nodes, unserved=self.absent)
