@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import asyncio
 import copy
 import time
 from collections.abc import Awaitable, Callable
@@ -583,3 +584,36 @@ async def test_certificate_expiry_is_a_metric(tmp_path: Path, aiohttp_client: Cl
     text = await (await side.get("/metrics")).text()
     (line,) = [x for x in text.splitlines() if x.startswith("tasgate_certificate_expiry_timestamp_seconds ")]
     assert float(line.split()[1]) == pytest.approx(expiry)
+
+
+async def test_cheap_reviews_do_not_queue_behind_expensive_ones(
+    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory
+) -> None:
+    """Large bodies decide on a thread of their own: with four slow 1 MiB reviews in flight, a
+    small one is answered before them (a slow decision is a fault real clusters do not produce
+    on demand, so the judge is slowed here)."""
+    real = server.judge
+
+    def judge(req: Any, *args: Any) -> Outcome:
+        if req.name == "big":
+            time.sleep(2.0)
+        return real(req, *args)
+
+    monkeypatch.setattr(server, "judge", judge)
+    h = Harness(Settings(policy=load_policy("default"), decision_threads=4))
+    client = await aiohttp_client(h.app)
+    big = manifest("job-rack.yaml")
+    big["metadata"]["name"] = "big"
+    big["metadata"]["annotations"] = {"padding": "x" * (1024 * 1024)}
+    slow = [
+        asyncio.create_task(client.post("/mutate?timeout=10s", data=orjson.dumps(review(big, uid=f"b{i}"))))
+        for i in range(4)
+    ]
+    await asyncio.sleep(0.3)
+    small = (await post(client, "/mutate?timeout=10s", review(manifest("job-rack.yaml"), uid="s")))[
+        "response"
+    ]
+    # The large ones run one at a time on their thread: most are still deciding when it is answered.
+    assert small["allowed"] is True and sum(not t.done() for t in slow) >= 3
+    for task in slow:
+        assert (await task).status == 200

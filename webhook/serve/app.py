@@ -32,6 +32,7 @@ from webhook.serve.keys import (
     API,
     AUDIT,
     EXECUTOR,
+    LARGE_EXECUTOR,
     MAIN,
     METRICS,
     PODGROUPS,
@@ -98,9 +99,11 @@ def create_metrics_app(app: web.Application) -> web.Application:
 
 async def _executor(app: web.Application) -> AsyncIterator[None]:
     app[EXECUTOR] = ThreadPoolExecutor(app[SETTINGS].decision_threads, thread_name_prefix="decide")
+    app[LARGE_EXECUTOR] = ThreadPoolExecutor(1, thread_name_prefix="decide-large")
     yield
     # Never block shutdown on a decision still running: its review has been answered or dropped.
     app[EXECUTOR].shutdown(wait=False, cancel_futures=True)
+    app[LARGE_EXECUTOR].shutdown(wait=False, cancel_futures=True)
 
 
 def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[None]]:

@@ -31,6 +31,8 @@ from webhook.serve.keys import (
     API,
     AUDIT,
     EXECUTOR,
+    LARGE_BODY_BYTES,
+    LARGE_EXECUTOR,
     METRICS,
     PODGROUPS,
     POLICY,
@@ -136,7 +138,7 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
     if scale.is_scale(req):
         outcome = await _judge_scale(app, req, endpoint, budget)
     else:
-        outcome = await _decide(app, req, endpoint, budget)
+        outcome = await _decide(app, req, endpoint, budget, len(raw) > LARGE_BODY_BYTES)
     latency_us = (time.perf_counter_ns() - started) // 1000
     _record(app, req, outcome, endpoint, latency_us)
     if endpoint == "validate":
@@ -153,7 +155,9 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
     return _json(body)
 
 
-async def _decide(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Outcome:
+async def _decide(
+    app: web.Application, req: AdmissionRequest, endpoint: str, budget: float, large: bool = False
+) -> Outcome:
     holder, settings = app[STATE], app[SETTINGS]
     state = holder.current
     if state is None:
@@ -162,7 +166,8 @@ async def _decide(app: web.Application, req: AdmissionRequest, endpoint: str, bu
     if settings.stale_after and age is not None and age > settings.stale_after:
         return _unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
     loop = asyncio.get_running_loop()
-    call = loop.run_in_executor(app[EXECUTOR], judge, req, state, app[POLICY].current, endpoint == "mutate")
+    executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
+    call = loop.run_in_executor(executor, judge, req, state, app[POLICY].current, endpoint == "mutate")
     try:
         return await asyncio.wait_for(call, budget)
     except TimeoutError:

@@ -85,6 +85,9 @@ AUDIT: web.AppKey[AuditSink] = web.AppKey("audit")
 RUNTIME = web.AppKey("runtime", Runtime)
 POLICY = web.AppKey("policy", PolicyState)
 EXECUTOR = web.AppKey("executor", ThreadPoolExecutor)
+# Reviews with large bodies decide on their own thread, so cheap ones never queue behind them.
+LARGE_EXECUTOR = web.AppKey("large_executor", ThreadPoolExecutor)
+LARGE_BODY_BYTES = 256 * 1024
 RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only
 PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only
