@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import base64
 import asyncio
+import base64
 import copy
 import time
 from collections.abc import Awaitable, Callable
