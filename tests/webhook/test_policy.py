@@ -39,6 +39,7 @@ from webhook.decide.policy import (
     Match,
     Policy,
     PolicyError,
+    Subject,
     parse_policy,
 )
 from webhook.files.policy import load_policy
@@ -247,7 +248,7 @@ def test_label_selector_operators() -> None:
     ],
 )
 def test_match_fields(match: Match, args: tuple[Any, ...], expected: bool) -> None:
-    assert match.matches(*args) is expected
+    assert match.matches(Subject(*args)) is expected
 
 
 def team_state(labels: dict[str, str] | None = None) -> ClusterState:

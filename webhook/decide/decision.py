@@ -15,7 +15,7 @@ from scorer.model import Mode, Placement, TopologyRequest
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.patch import Entry, build_patch
-from webhook.decide.policy import Policy, Rule
+from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
@@ -115,7 +115,7 @@ def _judge(
         sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
     )
     per_pod = max((sum(ps.requests.get(r, 0) for r in policy.gpu_resources) for ps in wl.pod_sets), default=0)
-    rule = policy.rule_for(base.namespace, ns_labels, base.queue, wl.total_pods, gpus, per_pod)
+    rule = policy.rule_for(Subject(base.namespace, ns_labels, base.queue, wl.total_pods, gpus, per_pod))
     # A TrainJob's templates live in its runtime: not ours to patch. A workload may opt out.
     mutable = wl.runtime is None and not _opted_out(review.obj)
     wanted = rule.inject if rule and mutable and resolution.tas_only else None

@@ -54,6 +54,18 @@ class LabelSelector:
 
 
 @dataclass(frozen=True)
+class Subject:
+    """What a rule is matched against: where the workload is and how big it is."""
+
+    namespace: str
+    ns_labels: Mapping[str, str]
+    queue: str | None
+    pods: int
+    gpus: int
+    gpus_per_pod: int = 0  # the most any one pod asks for
+
+
+@dataclass(frozen=True)
 class Match:
     namespaces: tuple[str, ...] = ()
     namespace_selector: LabelSelector | None = None
@@ -64,26 +76,18 @@ class Match:
     max_gpus: int | None = None
     min_gpus_per_pod: int = 0
 
-    def matches(
-        self,
-        namespace: str,
-        ns_labels: Mapping[str, str],
-        queue: str | None,
-        pods: int,
-        gpus: int,
-        gpus_per_pod: int = 0,
-    ) -> bool:
-        if self.namespaces and namespace not in self.namespaces:
+    def matches(self, s: Subject) -> bool:
+        if self.namespaces and s.namespace not in self.namespaces:
             return False
-        if self.namespace_selector is not None and not self.namespace_selector.matches(ns_labels):
+        if self.namespace_selector is not None and not self.namespace_selector.matches(s.ns_labels):
             return False
-        if self.queues and (queue or "") not in self.queues:
+        if self.queues and (s.queue or "") not in self.queues:
             return False
-        if pods < self.min_pods or (self.max_pods is not None and pods > self.max_pods):
+        if s.pods < self.min_pods or (self.max_pods is not None and s.pods > self.max_pods):
             return False
-        if gpus_per_pod < self.min_gpus_per_pod:
+        if s.gpus_per_pod < self.min_gpus_per_pod:
             return False
-        return gpus >= self.min_gpus and (self.max_gpus is None or gpus <= self.max_gpus)
+        return s.gpus >= self.min_gpus and (self.max_gpus is None or s.gpus <= self.max_gpus)
 
 
 @dataclass(frozen=True)
@@ -122,20 +126,9 @@ class Policy:
     default_topology: DefaultTopology | None = None
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
-    def rule_for(
-        self,
-        namespace: str,
-        ns_labels: Mapping[str, str],
-        queue: str | None,
-        pods: int,
-        gpus: int,
-        gpus_per_pod: int = 0,
-    ) -> Rule | None:
-        """The first rule that matches; ``gpus_per_pod`` is the most any one pod asks for."""
-        return next(
-            (r for r in self.rules if r.match.matches(namespace, ns_labels, queue, pods, gpus, gpus_per_pod)),
-            None,
-        )
+    def rule_for(self, subject: Subject) -> Rule | None:
+        """The first rule that matches."""
+        return next((r for r in self.rules if r.match.matches(subject)), None)
 
 
 NONE_POLICY = Policy(name="none")
