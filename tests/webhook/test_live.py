@@ -280,3 +280,54 @@ async def test_publisher_keeps_a_quiet_connected_cluster_fresh() -> None:
         assert age is not None and age < 1.5
     finally:
         task.cancel()
+
+
+def test_updates_that_change_nothing_placement_reads_cost_no_rebuild() -> None:
+    mirror = synced_mirror()
+    mirror.replace("nodes", [node("a")])
+    mirror.replace("pods", [pod("p1", "a", 4)])
+    mirror.dirty.clear()
+    heartbeat = node("a", version="2")
+    heartbeat["metadata"]["annotations"] = {"node.alpha.kubernetes.io/ttl": "0"}
+    heartbeat["status"]["images"] = [{"names": ["x"], "sizeBytes": 1}]
+    mirror.apply("nodes", "MODIFIED", heartbeat)
+    running = pod("p1", "a", 4)
+    running["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    mirror.apply("pods", "MODIFIED", running)
+    assert not mirror.dirty.is_set(), "a heartbeat and a status update changed nothing placement reads"
+    mirror.apply("nodes", "MODIFIED", node("a", gpus=4, version="3"))
+    assert mirror.dirty.is_set()
+    mirror.dirty.clear()
+    mirror.apply("pods", "MODIFIED", pod("p1", "a", 4, phase="Succeeded"))
+    assert mirror.dirty.is_set()
+
+
+async def test_published_states_carry_their_snapshots_built_off_the_loop() -> None:
+    holder = StateHolder()
+    mirror = Mirror(holder, NAMES, debounce=0.01)
+    for kind in mirror.watched:
+        mirror.replace(kind, [])
+    mirror.replace("nodes", [node("a"), node("b")])
+    mirror.replace("topologies", [topology()])
+    mirror.replace(
+        "resourceflavors",
+        [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "f"},
+                "spec": {"topologyName": "default"},
+            }
+        ],
+    )
+    task = asyncio.create_task(mirror.publish_forever())
+    try:
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if holder.current is not None:
+                break
+        state = holder.current
+        assert state is not None
+        assert state._snapshots, "every TAS flavor's snapshot is built before the state is published"
+    finally:
+        task.cancel()

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scorer import Engine
@@ -27,6 +27,33 @@ from webhook.state.cluster import ClusterState, build_state, parse_node, pod_usa
 from webhook.wire.errors import InvalidObject
 
 log = logging.getLogger("tasgate.live")
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    nodes: list[tuple[str, Node]]
+    usage: list[tuple[str, dict[str, int]]]
+    others: list[Mapping[str, Any]]
+    generation: int
+    engine: Engine | None
+    unserved: frozenset[str]
+
+
+def _assemble(inputs: _Inputs, prepare: bool = False) -> ClusterState:
+    """Sum usage per node, fold the objects into a state, and (``prepare``) build its snapshots."""
+    totals: dict[str, dict[str, int]] = {}
+    for node_name, requests in inputs.usage:
+        into = totals.setdefault(node_name, {})
+        for resource, amount in requests.items():
+            into[resource] = into.get(resource, 0) + amount
+    nodes = [replace(node, usage=totals.get(name, {})) for name, node in inputs.nodes]
+    state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, unserved=inputs.unserved)
+    if prepare:
+        for flavor in state.flavors.values():
+            topology = state.topologies.get(flavor.topology_name or "")
+            if topology is not None and topology.levels:
+                state.flavor_snapshot(flavor, topology)
+    return state
 
 
 # Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
@@ -90,22 +117,30 @@ class Mirror:
         self.dirty.set()
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        """One watch event. A Node update that changes nothing placement reads (a heartbeat, an
+        image list, an annotation) or a Pod update that leaves its usage as it was costs a dict
+        lookup and no rebuild."""
         key = _key(obj)
         if event == "DELETED":
             self.raw[kind].pop(key, None)
             if kind == "nodes":
-                self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None)
+                changed = self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None
             elif kind == "pods":
-                self.usage.pop(key, None)
+                changed = self.usage.pop(key, None) is not None
+            else:
+                changed = True
         else:
             kept = _kept(kind, obj)
             if kept is not None:
                 self.raw[kind][key] = kept
             if kind == "nodes":
-                self._node(obj)
+                changed = self._node(obj)
             elif kind == "pods":
-                self._pod(obj)
-        self.dirty.set()
+                changed = self._pod(obj)
+            else:
+                changed = True
+        if changed:
+            self.dirty.set()
 
     def mark_absent(self, kind: str) -> None:
         if kind not in self.absent:
@@ -145,15 +180,17 @@ class Mirror:
         return min(now if k in self.open else self.synced[k] for k in self.watched)
 
     def build(self) -> ClusterState:
-        totals: dict[str, dict[str, int]] = {}
-        for node, requests in self.usage.values():
-            into = totals.setdefault(node, {})
-            for resource, amount in requests.items():
-                into[resource] = into.get(resource, 0) + amount
-        others = [o for objs in self.raw.values() for o in objs.values()]
+        """A new state from what the mirror holds now (on the caller's thread)."""
+        return _assemble(self._inputs())
+
+    def _inputs(self) -> _Inputs:
+        """A consistent copy of what a build reads, taken on the event loop (shallow: cheap)."""
         self.generation += 1
-        nodes = [replace(node, usage=totals.get(name, {})) for name, (_, node) in sorted(self.nodes.items())]
-        return build_state(others, self.generation, self.engine, nodes, unserved=self.absent)
+        others = [o for objs in self.raw.values() for o in objs.values()]
+        nodes = sorted((name, node) for name, (_, node) in self.nodes.items())
+        return _Inputs(
+            nodes, list(self.usage.values()), others, self.generation, self.engine, frozenset(self.absent)
+        )
 
     async def publish_forever(self) -> None:
         """Rebuild after changes (debounced) and keep the holder's freshness current."""
@@ -165,32 +202,40 @@ class Mirror:
                 await asyncio.sleep(self.debounce)
                 self.dirty.clear()
                 try:
-                    self.holder.publish(self.build())
+                    # Built off the loop, with every TAS flavor's snapshot ready: reviews never
+                    # wait for a rebuild nor build a snapshot themselves.
+                    self.holder.publish(await asyncio.to_thread(_assemble, self._inputs(), True))
                 except InvalidObject as exc:
                     log.error("cluster state not rebuilt: %s", exc)
             if fresh is not None:
                 self.holder.touch(fresh)
 
-    def _node(self, obj: Mapping[str, Any]) -> None:
+    def _node(self, obj: Mapping[str, Any]) -> bool:
+        """Parse and keep a node; whether anything placement reads of it changed."""
         meta = obj.get("metadata") or {}
         name, version = str(meta.get("name")), str(meta.get("resourceVersion", ""))
         cached = self.nodes.get(name)
         if cached is not None and cached[0] == version and version:
-            return
+            return False
         try:
-            self.nodes[name] = (version, parse_node(obj, {}))
+            parsed = parse_node(obj, {})
         except InvalidObject as exc:
             log.error("node %s ignored: %s", name, exc)
-            self.nodes.pop(name, None)
+            return self.nodes.pop(name, None) is not None
+        self.nodes[name] = (version, parsed)
+        return cached is None or cached[1] != parsed
 
-    def _pod(self, obj: Mapping[str, Any]) -> None:
+    def _pod(self, obj: Mapping[str, Any]) -> bool:
+        """Keep a pod's usage; whether it changed (a status update of a running pod does not)."""
         key = _key(obj)
         try:
             found = pod_usage(obj)
         except InvalidObject as exc:
             log.error("pod %s ignored: %s", key, exc)
             found = None
+        before = self.usage.get(key)
         if found is None:
             self.usage.pop(key, None)
         else:
             self.usage[key] = found
+        return before != found
