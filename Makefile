@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install test lint bench check run e2e binaries clean
+.PHONY: all install test lint bench bench-live check run e2e binaries clean
 
 all: test
 
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
+
+# Live state at cluster scale: the real Mirror and decision path under replayed pod churn.
+bench-live: $(STAMP)
+	$(PY) bench/bench_live.py --out bench/live.json
 
 # The end-to-end suite: real kube-apiserver + etcd + kubectl, built once from pinned Go modules into
 # ~/.cache/tasgate (outside the repo), then tasgate in live mode against them.
