@@ -41,6 +41,12 @@ binaries:
 e2e: $(STAMP) binaries
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
+# The container image without a Docker engine (as root: Debian's mmdebstrap and umoci): built into
+# ~/.cache/tasgate/image/oci (outside the repo), then started chrooted and probed. See image/build.sh.
+.PHONY: image
+image: $(STAMP)
+	bash image/build.sh && bash image/test.sh
+
 # One example is refused on purpose: exit status 1 (a denial) is the expected outcome here.
 check: $(STAMP)
 	$(VENV)/bin/tasgate check -f examples/ || [ $$? -eq 1 ]
