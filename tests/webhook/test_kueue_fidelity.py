@@ -108,8 +108,15 @@ def state(*objects: Sequence[Mapping[str, Any]]) -> ClusterState:
     return build_state([o for group in objects for o in group])
 
 
+KUEUE_USER = "system:serviceaccount:kueue-system:kueue-controller-manager"
+
+
 def review(
-    obj: Mapping[str, Any], mutating: bool, cluster: ClusterState, old: Mapping[str, Any] | None = None
+    obj: Mapping[str, Any],
+    mutating: bool,
+    cluster: ClusterState,
+    old: Mapping[str, Any] | None = None,
+    user: str = "alice",
 ) -> Outcome:
     request: dict[str, Any] = {
         "uid": "u-1",
@@ -118,7 +125,7 @@ def review(
         "operation": "UPDATE" if old is not None else "CREATE",
         "namespace": NAMESPACE,
         "name": obj["metadata"]["name"],
-        "userInfo": {"username": "alice"},
+        "userInfo": {"username": user},
         "object": obj,
     }
     if old is not None:
@@ -333,8 +340,19 @@ def test_kueues_start_update_is_never_judged() -> None:
     """``job-admitted`` is the Job after Kueue unsuspended it (node selector, scheduling gate,
     template labels and annotation); even with the whole cluster gone it must pass."""
     empty = state(queues())
-    outcome = review(stored("job-admitted"), False, empty, old=stored("job"))
+    outcome = review(stored("job-admitted"), False, empty, old=stored("job"), user=KUEUE_USER)
     assert outcome.allowed and outcome.reason is Reason.NOT_SUSPENDED
+
+
+def test_a_user_cannot_start_a_queued_gang_around_the_gate() -> None:
+    """Unsuspending is Kueue's to do: anyone else who unsuspends a queued Job (and rescales it
+    in the same UPDATE) is judged like any change."""
+    new = stored("job-admitted")
+    new["spec"]["parallelism"] = new["spec"]["completions"] = 40
+    outcome = review(new, False, state(gpu_nodes(), queues()), old=stored("job"))
+    assert not outcome.allowed and outcome.reason is Reason.NEVER_FITS
+    unchanged = review(stored("job-admitted"), False, state(gpu_nodes(), queues()), old=stored("job"))
+    assert unchanged.allowed, "Kueue's own start write, under another identity, still passes"
 
 
 def test_kueues_stop_update_is_never_judged() -> None:

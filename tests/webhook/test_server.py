@@ -194,8 +194,10 @@ async def test_updates_of_admitted_or_running_workloads_are_kueues(
     template = started["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     template["spec"]["nodeSelector"] = {"pool": "gpu"}
     template["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    kueue = {"userInfo": {"username": "system:serviceaccount:kueue-system:kueue-controller-manager"}}
     for old, new in ((queued, started), (started, queued)):
-        response = (await post(client, "/mutate", review(new, "UPDATE", oldObject=old)))["response"]
+        body = review(new, "UPDATE", oldObject=old, **kueue)
+        response = (await post(client, "/mutate", body))["response"]
         assert response["allowed"] is True and "patch" not in response
         assert harness.audit[-1]["reason"] == "not-suspended"
     bigger = copy.deepcopy(started)

@@ -14,6 +14,7 @@ from typing import Any
 from scorer.model import Mode, Placement, TopologyRequest
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
+from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.quota import QuotaVerdict, check_quota
@@ -23,7 +24,7 @@ from webhook.decide.topology import Resolution, Target, resolve
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
-from webhook.model.workloads import extract, owned_by_workload, suspended, unknown_workload_reason
+from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
 from webhook.rules import validate_workload
 from webhook.state.cluster import ClusterState
 from webhook.wire.errors import FieldError, InvalidObject
@@ -44,10 +45,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     )
     if owned_by_workload(obj):
         return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
-    if review.old_obj is not None and False in (suspended(review.old_obj), suspended(obj)):
-        # Kueue starts a workload by unsuspending it and stops it by suspending it again, editing
-        # templates as it goes; a running workload is Kueue's to manage. Only an UPDATE of a
-        # workload that stays suspended (queued, not admitted) is the user's to be judged.
+    if review.old_obj is not None and kueues_to_manage(review, policy):
         return _with(base, Reason.NOT_SUSPENDED)
     exempt = base.namespace in policy.exempt_namespaces
     defaults = state.pod_defaults(base.namespace)
@@ -117,9 +115,9 @@ def _judge(
     per_pod = max((sum(ps.requests.get(r, 0) for r in policy.gpu_resources) for ps in wl.pod_sets), default=0)
     rule = policy.rule_for(Subject(base.namespace, ns_labels, base.queue, wl.total_pods, gpus, per_pod))
     # A TrainJob's templates live in its runtime: not ours to patch. A workload may opt out.
-    mutable = wl.runtime is None and not _opted_out(review.obj)
+    mutable = wl.runtime is None and not opted_out(review.obj)
     wanted = rule.inject if rule and mutable and resolution.tas_only else None
-    if wanted is not None and _kueue_offsets(view):
+    if wanted is not None and kueue_offsets(view):
         wanted = replace(wanted, group_leader_workers=False)
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
@@ -135,20 +133,6 @@ def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> Q
         return QuotaVerdict()  # the policy's default topology: no queue, no quota
     members = [m for m in state.cluster_queues.values() if m.cohort == cq.cohort and m.name != cq.name]
     return check_quota(view.pod_sets, cq, members if cq.cohort else ())
-
-
-def _opted_out(obj: Mapping[str, Any]) -> bool:
-    """``tasgate.io/inject: "false"`` on the workload: validated and judged, never mutated."""
-    meta = obj.get("metadata")
-    notes = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return isinstance(notes, Mapping) and str(notes.get(ann.INJECT_OPT_OUT, "")).lower() == "false"
-
-
-def _kueue_offsets(view: WorkloadView) -> bool:
-    """Kueue's webhook (which runs first) writes, or wrote, pod-index-offset: no group then."""
-    return view.workload.kueue_offsets_workers or any(
-        ann.POD_INDEX_OFFSET in p.annotations for p in view.pod_sets
-    )
 
 
 def _with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:

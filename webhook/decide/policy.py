@@ -23,6 +23,9 @@ DEFAULT_GPU_RESOURCES = (
     "habana.ai/gaudi",
     "google.com/tpu",
 )
+# Kueue's identity (its Deployment's service account): its start and stop writes are Kueue's
+# to make; anyone else who unsuspends a queued workload is judged.
+KUEUE_USERS = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
 MODES = ("required", "preferred", "none")
 BACKENDS = ("coscheduling", "volcano", "none")
 TIGHTEST = "tightest"
@@ -125,6 +128,7 @@ class Policy:
     exempt_namespaces: tuple[str, ...] = ()
     default_topology: DefaultTopology | None = None
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    kueue_users: tuple[str, ...] = KUEUE_USERS
 
     def rule_for(self, subject: Subject) -> Rule | None:
         """The first rule that matches."""
@@ -143,7 +147,11 @@ def parse_policy(text: str, source: str) -> Policy:
     if doc.get("apiVersion") != API_VERSION or doc.get("kind") != KIND:
         raise PolicyError(f"{source}: expected apiVersion {API_VERSION} and kind {KIND}")
     spec = _map(doc.get("spec", {}), f"{source}: spec")
-    _only(spec, ("exemptNamespaces", "defaultTopology", "gpuResources", "rules"), f"{source}: spec")
+    _only(
+        spec,
+        ("exemptNamespaces", "defaultTopology", "gpuResources", "kueueUsers", "rules"),
+        f"{source}: spec",
+    )
     rules = [
         _rule(r, f"{source}: spec.rules[{i}]")
         for i, r in enumerate(_seq(spec.get("rules", []), f"{source}: spec.rules"))
@@ -157,6 +165,7 @@ def parse_policy(text: str, source: str) -> Policy:
         gpu_resources=_strs(
             spec.get("gpuResources", list(DEFAULT_GPU_RESOURCES)), f"{source}: spec.gpuResources"
         ),
+        kueue_users=_strs(spec.get("kueueUsers", list(KUEUE_USERS)), f"{source}: spec.kueueUsers"),
     )
 
 

@@ -39,7 +39,7 @@ def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: 
     if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or req.obj is None:
         return Outcome(True, Reason.SKIPPED_OPERATION)
     old = req.old_obj if req.operation == "UPDATE" else None
-    review = Review(req.obj, req.namespace, req.operation, req.uid, req.dry_run, old)
+    review = Review(req.obj, req.namespace, req.operation, req.uid, req.dry_run, old, req.user)
     decision = decide(review, state, policy)
     if decision.reason in (Reason.UNCHANGED, Reason.NOT_SUSPENDED):
         return Outcome(True, decision.reason)

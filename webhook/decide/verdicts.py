@@ -20,6 +20,7 @@ class Review:
     uid: str = ""
     dry_run: bool = False
     old_obj: Mapping[str, Any] | None = None
+    user: str = ""  # who asked (the AdmissionRequest's userInfo.username)
 
 
 @dataclass(frozen=True)
