@@ -41,6 +41,13 @@ binaries:
 e2e: $(STAMP) binaries
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
+# Opt-in, not in CI: kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler
+# around the same control plane; groundwork for following gangs after admission. See e2e/README.md.
+.PHONY: e2e-cluster
+e2e-cluster: $(STAMP) binaries
+	bash e2e/build-binaries.sh cluster
+	$(PY) -m pytest -q -p no:cacheprovider tests/e2e_cluster
+
 # The container image without a Docker engine (as root: Debian's mmdebstrap and umoci): built into
 # ~/.cache/tasgate/image/oci (outside the repo), then started chrooted and probed. See image/build.sh.
 .PHONY: image

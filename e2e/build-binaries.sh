@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, and the Kueue manager.
 #
-# Usage: build-binaries.sh [kube] [kueue]     (no argument: both groups)
-#   kube  = kube-apiserver, kubectl, etcd
-#   kueue = kueue (sigs.k8s.io/kueue/cmd/kueue)
+# Usage: build-binaries.sh [kube] [kueue] [cluster]     (no argument: kube and kueue, what CI needs)
+#   kube    = kube-apiserver, kubectl, etcd
+#   kueue   = kueue (sigs.k8s.io/kueue/cmd/kueue)
+#   cluster = kwok, kube-controller-manager, scheduler-plugins' kube-scheduler (opt-in; make e2e-cluster)
 #
 # They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-<version>_etcd-<version>/   kube-apiserver kubectl etcd
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kueue-<version>/                 kueue
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kwok-<version>/                  kwok
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-controller-manager-<version>/ kube-controller-manager
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/scheduler-plugins-<version>/     kube-scheduler
 # so the ~400 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
 # and e2e/kueue.py compute the same directories from the same go.mod files, so they can never
 # disagree. Kueue has a directory of its own because its version moves independently of Kubernetes'.
@@ -26,14 +30,15 @@ trap 'rc=$?; if (( rc != 0 )); then echo "build-binaries.sh: FAILED (exit $rc) d
 
 die() { echo "build-binaries.sh: error: $*" >&2; exit 1; }
 
-want_kube=0 want_kueue=0
+want_kube=0 want_kueue=0 want_cluster=0
 (( $# > 0 )) || set -- kube kueue
 for arg in "$@"; do
   case $arg in
     kube) want_kube=1 ;;
     kueue) want_kueue=1 ;;
-    -h|--help) sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$arg' (want: kube, kueue)" ;;
+    cluster) want_cluster=1 ;;
+    -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$arg' (want: kube, kueue, cluster)" ;;
   esac
 done
 
@@ -59,6 +64,12 @@ module_version() {  # module_version <go.mod> <module path>
 kube_version=$(module_version "$tools/kube/go.mod" 'k8s\.io/kubernetes')
 etcd_version=$(module_version "$tools/etcd/go.mod" 'go\.etcd\.io/etcd/server/v3')
 kueue_version=$(module_version "$tools/kueue/go.mod" 'sigs\.k8s\.io/kueue')
+kwok_version=$(module_version "$tools/kwok/go.mod" 'sigs\.k8s\.io/kwok')
+sched_version=$(module_version "$tools/scheduler/go.mod" 'sigs\.k8s\.io/scheduler-plugins')
+if (( want_cluster )); then
+  [[ -n $kwok_version ]] || die "sigs.k8s.io/kwok is not required in $tools/kwok/go.mod"
+  [[ -n $sched_version ]] || die "sigs.k8s.io/scheduler-plugins is not required in $tools/scheduler/go.mod"
+fi
 [[ -n $kube_version ]] || die "k8s.io/kubernetes is not required in $tools/kube/go.mod"
 [[ -n $etcd_version ]] || die "go.etcd.io/etcd/server/v3 is not required in $tools/etcd/go.mod"
 [[ -n $kueue_version ]] || die "sigs.k8s.io/kueue is not required in $tools/kueue/go.mod"
@@ -68,6 +79,9 @@ kube_minor=${BASH_REMATCH[1]}
 cache_root=${TASGATE_CACHE:-$HOME/.cache/tasgate}
 kube_out="$cache_root/bin/kube-${kube_version}_etcd-${etcd_version}"
 kueue_out="$cache_root/bin/kueue-${kueue_version}"
+kwok_out="$cache_root/bin/kwok-${kwok_version}"
+kcm_out="$cache_root/bin/kube-controller-manager-${kube_version}"
+sched_out="$cache_root/bin/scheduler-plugins-${sched_version}"
 
 echo "build-binaries.sh: $go_version, GOMAXPROCS=$GOMAXPROCS"
 if (( want_kube )); then
@@ -76,6 +90,12 @@ if (( want_kube )); then
 fi
 if (( want_kueue )); then
   echo "  sigs.k8s.io/kueue         $kueue_version  -> $kueue_out/kueue"
+fi
+
+if (( want_cluster )); then
+  echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
+  echo "  k8s.io/kubernetes         $kube_version  -> $kcm_out/kube-controller-manager"
+  echo "  sigs.k8s.io/scheduler-plugins $sched_version -> $sched_out/kube-scheduler"
 fi
 
 lock() {  # lock <fd> <output dir>: create the dir and hold its lock on fd for the rest of the section
@@ -172,8 +192,42 @@ if (( want_kueue )); then
   exec 8>&-
 fi
 
+if (( want_cluster )); then
+  lock 7 "$kwok_out"
+  # kwok's release script sets consts.Version; without it the binary still reports 0.8.0 from source,
+  # so this only keeps a future bump honest.
+  build "$kwok_out" "$tools/kwok" kwok sigs.k8s.io/kwok/cmd/kwok \
+    "sigs.k8s.io/kwok@$kwok_version" "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" --version
+  printf 'kwok=%s\ngo=%s\n' "$kwok_version" "$go_version" > "$kwok_out/VERSIONS.tmp"
+  mv -f "$kwok_out/VERSIONS.tmp" "$kwok_out/VERSIONS"
+  exec 7>&-
+
+  lock 6 "$kcm_out"
+  # Same module and ldflags as kube-apiserver (e2e/tools/kube lists it as a tool).
+  build "$kcm_out" "$tools/kube" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+    "k8s.io/kubernetes@$kube_version" "$kube_ldflags" --version
+  printf 'kubernetes=%s\ngo=%s\n' "$kube_version" "$go_version" > "$kcm_out/VERSIONS.tmp"
+  mv -f "$kcm_out/VERSIONS.tmp" "$kcm_out/VERSIONS"
+  exec 6>&-
+
+  lock 5 "$sched_out"
+  # Without -X gitVersion the binary reports v0.0.0-master+$Format:%H$. scheduler-plugins' Makefile
+  # sets it to its own tag, but a v0.34.7 there makes component-base's compatibility check exit
+  # ("emulation version 0.34 is not between [1.31, 0.34.0]"), so it gets the version of the
+  # k8s.io/kubernetes it is compiled from (the replace target in e2e/tools/scheduler/go.mod).
+  sched_kube_version=$(sed -n -E 's#^[[:space:]]*k8s\.io/kubernetes => k8s\.io/kubernetes (v1\.[0-9]+\.[0-9]+)$#\1#p' "$tools/scheduler/go.mod")
+  [[ -n $sched_kube_version ]] || die "no 'k8s.io/kubernetes => k8s.io/kubernetes v1.x.y' replace in $tools/scheduler/go.mod"
+  build "$sched_out" "$tools/scheduler" kube-scheduler sigs.k8s.io/scheduler-plugins/cmd/scheduler \
+    "sigs.k8s.io/scheduler-plugins@$sched_version k8s.io/kubernetes@$sched_kube_version" \
+    "-s -w -X k8s.io/component-base/version.gitVersion=$sched_kube_version" --version
+  printf 'scheduler-plugins=%s\ngo=%s\n' "$sched_version" "$go_version" > "$sched_out/VERSIONS.tmp"
+  mv -f "$sched_out/VERSIONS.tmp" "$sched_out/VERSIONS"
+  exec 5>&-
+fi
+
 step="done"
 where=()
 (( want_kube )) && where+=("$kube_out")
 (( want_kueue )) && where+=("$kueue_out")
+(( want_cluster )) && where+=("$kwok_out" "$kcm_out" "$sched_out")
 echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in ${where[*]}"

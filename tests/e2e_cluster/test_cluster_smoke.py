@@ -1,0 +1,128 @@
+"""kwok Nodes become Ready; Coscheduling binds a complete gang of Job Pods and holds an incomplete one.
+
+One control plane and one Cluster for the module. Binaries must exist: a missing build fails
+(``pytest.fail``), it is never skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.cluster import POD_GROUP_LABEL, Cluster, find_cluster_binaries, pod_group
+from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
+
+pytestmark = pytest.mark.e2e_cluster
+
+NODES = ("kwok-0", "kwok-1")
+
+
+def _fail_if_missing() -> None:
+    try:
+        find_binaries()
+        find_cluster_binaries()
+    except BinariesMissingError as exc:
+        message = str(exc)
+    else:
+        return
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    _fail_if_missing()
+    with ControlPlane() as cp, Cluster(cp) as running:
+        for name in NODES:
+            running.add_node(name)
+        yield running
+
+
+def _job(name: str, namespace: str, group: str, pods: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "metadata": {"labels": {POD_GROUP_LABEL: group}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "schedulerName": "scheduler-plugins-scheduler",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "500m"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _job_pods(cluster: Cluster, namespace: str, job: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = cluster.cp.kubectl_json(
+        "get", "pods", "-n", namespace, "-l", f"batch.kubernetes.io/job-name={job}"
+    )["items"]
+    return items
+
+
+def _create(cluster: Cluster, *objects: dict[str, Any]) -> None:
+    cluster.cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(objects))
+
+
+def _summary(pods: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
+    return [(p["metadata"]["name"], p["status"].get("phase", ""), p["spec"].get("nodeName")) for p in pods]
+
+
+def test_kwok_nodes_become_ready(cluster: Cluster) -> None:
+    cluster.wait_nodes_ready(NODES)  # Ready from kwok, not-ready taint removed by node-lifecycle
+
+
+def test_complete_gang_is_scheduled_and_running(cluster: Cluster) -> None:
+    cluster.wait_nodes_ready(NODES)
+    namespace = "gang-ok"
+    cluster.cp.kubectl("create", "namespace", namespace)
+    _create(cluster, pod_group("g", namespace, 2), _job("job", namespace, "g", 2))
+    deadline = time.monotonic() + 60
+    while True:
+        cluster.check_alive()
+        pods = _job_pods(cluster, namespace, "job")
+        if len(pods) == 2 and all(
+            p["spec"].get("nodeName") and p["status"].get("phase") == "Running" for p in pods
+        ):
+            break
+        assert time.monotonic() < deadline, f"gang of 2 not Running after 60 s: {_summary(pods)}"
+        time.sleep(0.25)
+    # pod-complete is not a kwok stage here, so the Pods stay Running and the Job active.
+    time.sleep(2)
+    assert all(p["status"].get("phase") == "Running" for p in _job_pods(cluster, namespace, "job"))
+
+
+def test_incomplete_gang_stays_pending(cluster: Cluster) -> None:
+    cluster.wait_nodes_ready(NODES)
+    namespace = "gang-short"
+    cluster.cp.kubectl("create", "namespace", namespace)
+    _create(cluster, pod_group("g", namespace, 3), _job("job", namespace, "g", 2))
+    deadline = time.monotonic() + 30
+    while len(pods := _job_pods(cluster, namespace, "job")) < 2:
+        assert time.monotonic() < deadline, f"the Job made only {len(pods)} Pods"
+        time.sleep(0.25)
+    # Long enough for several scheduling attempts and past permitWaitingTimeSeconds (10 s).
+    time.sleep(12)
+    cluster.check_alive()
+    pods = _job_pods(cluster, namespace, "job")
+    assert len(pods) == 2
+    assert all(not p["spec"].get("nodeName") and p["status"].get("phase") == "Pending" for p in pods), (
+        _summary(pods)
+    )
+    events = cluster.cp.kubectl_json("get", "events", "-n", namespace)["items"]
+    reasons = {e.get("reason") for e in events}
+    assert "FailedScheduling" in reasons, sorted(r for r in reasons if r)
