@@ -50,13 +50,13 @@ from e2e.controlplane import ControlPlane, free_ports
 from e2e.kueue import KUEUE_API_VERSION, Kueue
 from e2e.kueue_admission import condition_true, owned_workloads, wait_for, workload_admission
 from e2e.nodes import GPU, HOSTNAME_LABEL, NOT_READY_TAINT, node_manifest, ready_status
+from e2e.serving import TASGATE, serve_argv
 from webhook.serve import certs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WEBHOOKS_MANIFEST = REPO_ROOT / "manifests" / "webhooks" / "webhooks.yaml"
 SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
 PODGROUP_CRD = SHARED_CRDS / "scheduling.x-k8s.io_podgroups.yaml"
-TASGATE = Path(sys.executable).with_name("tasgate")
 
 NS = "fidelity"
 BYPASS_NS = "tasgate-system"  # excluded from tasgate's webhooks by their production namespaceSelector
@@ -451,20 +451,7 @@ class TasgateServer:
         self._stdout: IO[bytes] = self.stdout_path.open("wb")
         self._stderr: IO[bytes] = self.stderr_path.open("wb")
         self.proc = subprocess.Popen(
-            [
-                str(TASGATE),
-                "serve",
-                "--kubeconfig",
-                str(cp.kubeconfig),
-                "--port",
-                str(self.port),
-                "--metrics-port",
-                str(self.metrics_port),
-                "--dev-cert-dir",
-                str(self.certs),
-                "--stale-after",
-                f"{stale_after:g}",
-            ],
+            serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, f"{stale_after:g}"),
             stdout=self._stdout,
             stderr=self._stderr,
         )

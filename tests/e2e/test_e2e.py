@@ -15,7 +15,6 @@ import shutil
 import signal
 import ssl
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -27,13 +26,13 @@ import yaml
 
 from e2e import nodes
 from e2e.controlplane import ControlPlane, free_ports
+from e2e.serving import serve_argv
 from webhook.serve import certs
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT.parent / "shared" / "crds"
-TASGATE = Path(sys.executable).with_name("tasgate")
 BLOCK, RACK, HOST = "topology.example.com/block", "topology.example.com/rack", "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 NS = "e2e"
@@ -152,20 +151,7 @@ class Tasgate:
         self.stderr = (workdir / f"{name}.err").open("wb")
         self.workdir = workdir
         self.proc = subprocess.Popen(
-            [
-                str(TASGATE),
-                "serve",
-                "--kubeconfig",
-                str(cp.kubeconfig),
-                "--port",
-                str(self.port),
-                "--metrics-port",
-                str(self.metrics_port),
-                "--dev-cert-dir",
-                str(self.certs),
-                "--stale-after",
-                stale_after,
-            ],
+            serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, stale_after),
             stdout=self.stdout,
             stderr=self.stderr,
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
+import orjson
 import pytest
 import yaml
 
@@ -58,6 +59,23 @@ def manifests(name: str) -> list[dict[str, Any]]:
     docs = [d for d in yaml.safe_load_all((MANIFESTS / name).read_text()) if d is not None]
     assert docs and all(isinstance(d, dict) for d in docs)
     return docs
+
+
+def example_review(uid: str, **labels: str) -> bytes:
+    """An AdmissionReview body creating ``examples/job-rack.yaml`` (with extra labels)."""
+    obj = yaml.safe_load((REPO / "examples" / "job-rack.yaml").read_text())
+    obj["metadata"].setdefault("labels", {}).update(labels)
+    request = {
+        "uid": uid,
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+        "operation": "CREATE",
+        "namespace": "default",
+        "name": obj["metadata"]["name"],
+        "object": obj,
+        "userInfo": {"username": "u"},
+    }
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 
 
 def manifest(name: str) -> dict[str, Any]:

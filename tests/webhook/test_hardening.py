@@ -21,12 +21,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from tests.webhook.conftest import example_review
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.serve import certs, listen
@@ -40,19 +39,7 @@ TASGATE = Path(sys.executable).with_name("tasgate")
 
 
 def review_bytes(uid: str = "h-1", **labels: str) -> bytes:
-    obj = yaml.safe_load((ROOT / "examples" / "job-rack.yaml").read_text())
-    obj["metadata"].setdefault("labels", {}).update(labels)
-    request = {
-        "uid": uid,
-        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-        "operation": "CREATE",
-        "namespace": "default",
-        "name": obj["metadata"]["name"],
-        "object": obj,
-        "userInfo": {"username": "u"},
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    return example_review(uid, **labels)
 
 
 def app(**settings: Any) -> web.Application:

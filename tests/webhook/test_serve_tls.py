@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 import pytest
-import yaml
 from aiohttp import ClientSession, TCPConnector
 
+from tests.webhook.conftest import example_review
 from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome
 from webhook.files.policy import load_policy
@@ -49,17 +49,7 @@ def client_context(ca: Path) -> ssl.SSLContext:
 
 
 def review_body(uid: str = "tls-1") -> bytes:
-    obj = yaml.safe_load((ROOT / "examples" / "job-rack.yaml").read_text())
-    request = {
-        "uid": uid,
-        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-        "operation": "CREATE",
-        "namespace": "default",
-        "name": obj["metadata"]["name"],
-        "object": obj,
-        "userInfo": {"username": "u"},
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    return example_review(uid)
 
 
 def peer_serial(port: int, ca: Path) -> int:

@@ -1,0 +1,26 @@
+"""How the end-to-end suites start `tasgate serve` in live mode against the control plane."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TASGATE = Path(sys.executable).with_name("tasgate")
+
+
+def serve_argv(kubeconfig: Path, port: int, metrics_port: int, cert_dir: Path, stale_after: str) -> list[str]:
+    """``tasgate serve`` watching the API server of ``kubeconfig``, with development certificates."""
+    return [
+        str(TASGATE),
+        "serve",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--port",
+        str(port),
+        "--metrics-port",
+        str(metrics_port),
+        "--dev-cert-dir",
+        str(cert_dir),
+        "--stale-after",
+        stale_after,
+    ]
