@@ -7,6 +7,7 @@ every matching node, empty, with condition taints dropped. The ``never`` view re
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 
 from scorer.engines import default_engine
@@ -29,6 +30,7 @@ class Cluster:
         flavor_tolerations: Sequence[Toleration] = (),
         generation: int = 0,
         engine: Engine | None = None,
+        usage: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         self.topology_name = topology_name
         self.levels = tuple(levels)
@@ -37,7 +39,9 @@ class Cluster:
         self.generation = generation
         eng = engine or default_engine()
         schedulable = [n for n in self.nodes if n.schedulable_now]
-        tree, free = build_tree(self.levels, schedulable, drop_condition_taints=False, with_usage=True)
+        tree, free = build_tree(
+            self.levels, schedulable, drop_condition_taints=False, with_usage=True, usage=usage
+        )
         self.now = View(topology_name, tree, free, self.flavor_tolerations, eng)
         self._never = self._derive_never(tree, len(schedulable), eng)
 
@@ -56,6 +60,19 @@ class Cluster:
     def never(self) -> View:
         return self._never
 
+    def with_free(self, free: array[int], generation: int) -> Cluster:
+        """The same nodes and trees with other free capacity in the ``now`` view: what a new
+        generation is when only pods changed (the trees are shared, never copied)."""
+        if len(free) != len(self.now.free):
+            raise ValueError(f"free capacity has {len(free)} entries, the tree {len(self.now.free)}")
+        other = Cluster.__new__(Cluster)
+        for slot in Cluster.__slots__:
+            setattr(other, slot, getattr(self, slot))
+        other.generation = generation
+        now = self.now
+        other.now = View(now.topology_name, now.tree, free, now.flavor_tolerations, now.engine)
+        return other
+
     @classmethod
     def build(
         cls,
@@ -66,8 +83,12 @@ class Cluster:
         flavor_tolerations: Sequence[Toleration] = (),
         generation: int = 0,
         engine: Engine | None = None,
+        usage: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Cluster:
-        """Keep the nodes the flavor selects and that carry every level label."""
+        """Keep the nodes the flavor selects and that carry every level label.
+
+        ``usage`` (node name to requests in use), when given, is counted instead of each node's own.
+        """
         labels = flavor_node_labels or {}
         matching = [n for n in nodes if matches_flavor(n, labels, levels)]
-        return cls(topology_name, levels, matching, flavor_tolerations, generation, engine)
+        return cls(topology_name, levels, matching, flavor_tolerations, generation, engine, usage)

@@ -65,6 +65,10 @@ class View:
         self.flavor_tolerations = flavor_tolerations
         self._engine = engine
 
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
     def place(self, pod_sets: Sequence[PodSetRequest], engine: Engine | None = None) -> tuple[Placement, ...]:
         """Placements in input order; later groups see the capacity earlier ones took."""
         engine = engine or self._engine

@@ -32,6 +32,7 @@ class Tree:
     taint_class: array[int]  # int32 per leaf: index into taint_classes
     taint_classes: tuple[tuple[Taint, ...], ...]
     leaf_nodes: tuple[Node, ...]  # the node of each leaf when leaves are hosts, else ()
+    leaf_of_node: Mapping[str, int]  # every node's leaf: where its pods' usage is counted
 
     @property
     def n_leaves(self) -> int:
@@ -61,11 +62,18 @@ def matches_flavor(node: Node, node_labels: Mapping[str, str], levels: Sequence[
 
 
 def build_tree(
-    levels: Sequence[str], nodes: Iterable[Node], *, drop_condition_taints: bool, with_usage: bool
+    levels: Sequence[str],
+    nodes: Iterable[Node],
+    *,
+    drop_condition_taints: bool,
+    with_usage: bool,
+    usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> tuple[Tree, array[int]]:
     """Build the tree of the given nodes and the free capacity of its leaves.
 
-    Returns ``(tree, free)``; ``free`` is capacity minus node usage when ``with_usage``.
+    Returns ``(tree, free)``; ``free`` is capacity minus usage when ``with_usage``: each node's
+    entry in ``usage`` when that is given (the live writer keeps usage apart from nodes), else
+    the node's own.
     """
     levels = tuple(levels)
     hostname_leaves = levels[-1] == HOSTNAME_LABEL
@@ -73,7 +81,7 @@ def build_tree(
     keys = sorted(leaves, key=lambda k: leaves[k][0])
     resources = tuple(sorted({r for k in keys for n in leaves[k][1] for r in n.allocatable}))
     structure = _structure(levels, [leaves[k][0] for k in keys], hostname_leaves)
-    capacity, free = _capacities([leaves[k][1] for k in keys], resources, with_usage)
+    capacity, free = _capacities([leaves[k][1] for k in keys], resources, with_usage, usage)
     leaf_nodes = tuple(leaves[k][1][0] for k in keys) if hostname_leaves else ()
     taint_class, classes = _taint_classes(leaf_nodes, len(keys), drop_condition_taints)
     tree = Tree(
@@ -90,6 +98,7 @@ def build_tree(
         taint_class=taint_class,
         taint_classes=classes,
         leaf_nodes=leaf_nodes,
+        leaf_of_node={n.name: leaf for leaf, k in enumerate(keys) for n in leaves[k][1]},
     )
     return tree, free
 
@@ -169,16 +178,23 @@ def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> 
 
 
 def _capacities(
-    leaf_nodes: list[list[Node]], resources: tuple[str, ...], with_usage: bool
+    leaf_nodes: list[list[Node]],
+    resources: tuple[str, ...],
+    with_usage: bool,
+    usage: Mapping[str, Mapping[str, int]] | None,
 ) -> tuple[array[int], array[int]]:
     capacity = array("q")
     free = array("q")
     for nodes in leaf_nodes:
+        used = [n.usage if usage is None else usage.get(n.name, _NONE) for n in nodes]
         for r in resources:
             cap = sum(n.allocatable.get(r, 0) for n in nodes)
             capacity.append(cap)
-            free.append(cap - sum(n.usage.get(r, 0) for n in nodes) if with_usage else cap)
+            free.append(cap - sum(u.get(r, 0) for u in used) if with_usage else cap)
     return capacity, free
+
+
+_NONE: Mapping[str, int] = {}
 
 
 def _taint_classes(

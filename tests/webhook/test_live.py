@@ -9,6 +9,7 @@ from typing import Any
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.watch import kinds
+from webhook.state.cluster import ClusterState
 
 NAMES = [k.name for k in kinds()]
 
@@ -85,14 +86,18 @@ def test_usage_follows_pod_events() -> None:
     mirror = synced_mirror()
     mirror.replace("nodes", [node("a"), node("b")])
     mirror.replace("pods", [pod("p1", "a", 4)])
-    state = mirror.build()
-    assert {n.name: n.usage.get("nvidia.com/gpu", 0) for n in state.nodes} == {"a": 4, "b": 0}
+    assert gpus_used(mirror.build()) == {"a": 4, "b": 0}
     mirror.apply("pods", "ADDED", pod("p2", "b", 8))
     mirror.apply("pods", "MODIFIED", pod("p1", "a", 4, phase="Succeeded"))
-    state = mirror.build()
-    assert {n.name: n.usage.get("nvidia.com/gpu", 0) for n in state.nodes} == {"a": 0, "b": 8}
+    assert gpus_used(mirror.build()) == {"a": 0, "b": 8}
     mirror.apply("pods", "DELETED", pod("p2", "b", 8))
-    assert all(not n.usage for n in mirror.build().nodes)
+    state = mirror.build()
+    assert state.usage == {} and all(not n.usage for n in state.nodes)
+
+
+def gpus_used(state: ClusterState) -> dict[str, int]:
+    assert state.usage is not None, "live states keep usage apart from nodes"
+    return {n.name: state.usage.get(n.name, {}).get("nvidia.com/gpu", 0) for n in state.nodes}
 
 
 def test_relist_synthesises_deletions_and_generations_grow() -> None:

@@ -87,15 +87,26 @@ def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> 
     return Target(flavor.name, topology, state.flavor_snapshot(flavor, topology), flavor.node_labels)
 
 
-def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
+def default_snapshot_levels(
+    state: ClusterState, default: DefaultTopology | None
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The (name, levels) of the snapshot a policy's default topology is placed on, if any:
+    what the live writer builds ahead so no decision builds it."""
+    topology = _default_topology(state, default)
+    return () if topology is None else ((topology.name, topology.levels),)
+
+
+def _default_topology(state: ClusterState, default: DefaultTopology | None) -> Topology | None:
+    if default is None:
+        return None
     if default.levels:
-        topology = Topology(default.name or "default", default.levels)
-        return Resolution(
-            (Target("", topology, state.levels_snapshot(topology.name, topology.levels)),),
-        )
-    found = state.topologies.get(default.name)
-    if found is None:
-        # "checked against this Topology (if it exists)": a cluster without it has no TAS here.
+        return Topology(default.name or "default", default.levels)
+    # "checked against this Topology (if it exists)": a cluster without it has no TAS here.
+    return state.topologies.get(default.name)
+
+
+def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
+    topology = _default_topology(state, default)
+    if topology is None:
         return Resolution(())
-    snapshot = state.levels_snapshot(found.name, found.levels)
-    return Resolution((Target("", found, snapshot),))
+    return Resolution((Target("", topology, state.levels_snapshot(topology.name, topology.levels)),))

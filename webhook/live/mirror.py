@@ -1,9 +1,10 @@
 """The one writer of live cluster state: parsed objects in, immutable states published.
 
-Watch events land here (`replace` after a list, `apply` per event); when something changed,
-`publish_forever` builds a new `ClusterState` and swaps it into the `StateHolder`, so admission
-requests never wait for a rebuild. Node parses are cached by resourceVersion and pod usage is
-kept per pod, so a rebuild is a sum, not a re-parse of the cluster.
+Watch events land here (`commit` of a paged list, `apply` per event); when something changed,
+`publish_forever` swaps a new `ClusterState` into the `StateHolder`, so admission requests
+never wait. A pod event costs its node's usage and leaf (`live.usage`), published as a new
+generation sharing the trees; a node or Kueue object change rebuilds the state and every
+snapshot on a worker thread. Node parses are cached by resourceVersion.
 
 Freshness means "the watches are connected and current": a kind whose watch is open counts as
 fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
@@ -16,44 +17,40 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scorer import Engine
 from scorer.model import Node
+from webhook.live import heap
 from webhook.live.holder import StateHolder
+from webhook.live.usage import UsageBook, Use
 from webhook.state.cluster import ClusterState, build_state, parse_node, pod_usage
+from webhook.state.fields import metadata
 from webhook.wire.errors import InvalidObject
 
 log = logging.getLogger("tasgate.live")
 
 
+DefaultLevels = Callable[[ClusterState], Iterable[tuple[str, tuple[str, ...]]]]
+
+
 @dataclass(frozen=True)
 class _Inputs:
-    nodes: list[tuple[str, Node]]
-    usage: list[tuple[str, dict[str, int]]]
+    nodes: list[Node]
+    usage: Mapping[str, Mapping[str, int]]
     others: list[Mapping[str, Any]]
     generation: int
     engine: Engine | None
     unserved: frozenset[str]
 
 
-def _assemble(inputs: _Inputs, prepare: bool = False) -> ClusterState:
-    """Sum usage per node, fold the objects into a state, and (``prepare``) build its snapshots."""
-    totals: dict[str, dict[str, int]] = {}
-    for node_name, requests in inputs.usage:
-        into = totals.setdefault(node_name, {})
-        for resource, amount in requests.items():
-            into[resource] = into.get(resource, 0) + amount
-    nodes = [replace(node, usage=totals.get(name, {})) for name, node in inputs.nodes]
-    state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, unserved=inputs.unserved)
-    if prepare:
-        for flavor in state.flavors.values():
-            topology = state.topologies.get(flavor.topology_name or "")
-            if topology is not None and topology.levels:
-                state.flavor_snapshot(flavor, topology)
-    return state
+def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> ClusterState:
+    """Fold the objects into a state; with ``defaults``, build its snapshots (and theirs) too."""
+    nodes = sorted(inputs.nodes, key=lambda node: node.name)
+    state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage)
+    return state if defaults is None else state.prepare(defaults(state))
 
 
 # Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
@@ -78,40 +75,86 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+class Listing:
+    """One kind's list, page by page: parsed as pages arrive, swapped in whole when complete
+    (`Mirror.commit`), so a 100,000-pod list never sits in memory as objects."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.raw: dict[str, Mapping[str, Any]] = {}
+        self.nodes: dict[str, tuple[str, Node]] = {}
+        self.pods: dict[str, Use] = {}
+
+    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
+        for obj in items:
+            key = _key(obj)
+            kept = _kept(self.kind, obj)
+            if kept is not None:
+                self.raw[key] = kept
+            if self.kind == "nodes":
+                parsed = _parsed_node(obj)
+                if parsed is not None:
+                    self.nodes[parsed[1].name] = parsed
+            elif self.kind == "pods":
+                use = _pod_use(obj)
+                if use is not None:
+                    self.pods[key] = use
+
+
 class Mirror:
-    """Parsed objects per kind; the single writer of the published state."""
+    """Parsed objects per kind; the single writer of the published state.
+
+    Two kinds of change: *structure* (nodes, Kueue objects, namespaces, ...) rebuilds the state
+    and its snapshots on a worker thread; *usage* (pods) is applied to the `UsageBook` as it
+    arrives and published as a new generation sharing the trees, on the loop, in well under a
+    millisecond.
+    """
 
     def __init__(
         self,
         holder: StateHolder,
         kinds: Sequence[str],
-        debounce: float = 0.2,
+        debounce: float = 0.05,
         engine: Engine | None = None,
+        default_levels: DefaultLevels | None = None,
+        settle_heap: bool = False,
     ) -> None:
         self.holder = holder
+        self.settle_heap = settle_heap  # freeze the heap after the first sync (`live.heap`)
         self.engine = engine
         self.watched = frozenset(kinds)
         self.debounce = debounce
+        self.default_levels: DefaultLevels = default_levels or (lambda _state: ())
         self.raw: dict[str, dict[str, Mapping[str, Any]]] = {k: {} for k in kinds}
         self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
-        self.usage: dict[str, tuple[str, dict[str, int]]] = {}  # pod key -> (node, requests)
+        self.usage = UsageBook()
         self.synced: dict[str, float] = {}  # kind -> monotonic time it was last known current
         self.open: dict[str, float] = {}  # kind -> monotonic time its watch (re)connected
         self.absent: set[str] = set()
         self.dirty = asyncio.Event()
+        self.structure_changed = True
         self.generation = 0
+        self.state: ClusterState | None = None  # the last one published
 
-    def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None:
+    def replace(self, kind: str, items: Iterable[Mapping[str, Any]]) -> None:
         """A fresh list: everything not in it is gone (synthesised deletions)."""
-        self.raw[kind] = {_key(o): kept for o in items if (kept := _kept(kind, o)) is not None}
+        listing = self.listing(kind)
+        listing.add(items)
+        self.commit(listing)
+
+    def listing(self, kind: str) -> Listing:
+        """An empty list of ``kind`` to fill page by page and `commit`."""
+        return Listing(kind)
+
+    def commit(self, listing: Listing) -> None:
+        """Swap in a complete list of one kind."""
+        kind = listing.kind
+        self.raw[kind] = listing.raw
         if kind == "nodes":
-            self.nodes = {}
-            for o in items:
-                self._node(o)
+            self.nodes = listing.nodes
         elif kind == "pods":
-            self.usage = {}
-            for o in items:
-                self._pod(o)
+            self.usage.replace(listing.pods)
+        self.structure_changed = True  # a relist is rare: rebuild whatever it was
         self.absent.discard(kind)
         self.healthy(kind)
         self.dirty.set()
@@ -119,27 +162,23 @@ class Mirror:
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         """One watch event. A Node update that changes nothing placement reads (a heartbeat, an
         image list, an annotation) or a Pod update that leaves its usage as it was costs a dict
-        lookup and no rebuild."""
+        lookup and no new state; a pod that starts or ends moves its node's usage only."""
+        if kind == "pods":
+            use = None if event == "DELETED" else _pod_use(obj)
+            if self.usage.set(_key(obj), use):
+                self.dirty.set()
+            return
         key = _key(obj)
         if event == "DELETED":
             self.raw[kind].pop(key, None)
-            if kind == "nodes":
-                changed = self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None
-            elif kind == "pods":
-                changed = self.usage.pop(key, None) is not None
-            else:
-                changed = True
+            changed = kind != "nodes" or self.nodes.pop(str(metadata(obj).get("name")), None) is not None
         else:
             kept = _kept(kind, obj)
             if kept is not None:
                 self.raw[kind][key] = kept
-            if kind == "nodes":
-                changed = self._node(obj)
-            elif kind == "pods":
-                changed = self._pod(obj)
-            else:
-                changed = True
+            changed = self._node(obj) if kind == "nodes" else True
         if changed:
+            self.structure_changed = True
             self.dirty.set()
 
     def mark_absent(self, kind: str) -> None:
@@ -148,6 +187,7 @@ class Mirror:
         self.absent.add(kind)
         self.raw[kind] = {}
         self.connected(kind)  # known absent, re-checked periodically: current until a check fails
+        self.structure_changed = True
         self.dirty.set()
 
     def healthy(self, kind: str) -> None:
@@ -180,20 +220,18 @@ class Mirror:
         return min(now if k in self.open else self.synced[k] for k in self.watched)
 
     def build(self) -> ClusterState:
-        """A new state from what the mirror holds now (on the caller's thread)."""
-        return _assemble(self._inputs())
+        """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""
+        return _assemble(self._inputs(dict(self.usage.totals)))
 
-    def _inputs(self) -> _Inputs:
+    def _inputs(self, usage: Mapping[str, Mapping[str, int]]) -> _Inputs:
         """A consistent copy of what a build reads, taken on the event loop (shallow: cheap)."""
         self.generation += 1
         others = [o for objs in self.raw.values() for o in objs.values()]
-        nodes = sorted((name, node) for name, (_, node) in self.nodes.items())
-        return _Inputs(
-            nodes, list(self.usage.values()), others, self.generation, self.engine, frozenset(self.absent)
-        )
+        nodes = [node for _, node in self.nodes.values()]  # sorted off the loop, in `_assemble`
+        return _Inputs(nodes, usage, others, self.generation, self.engine, frozenset(self.absent))
 
     async def publish_forever(self) -> None:
-        """Rebuild after changes (debounced) and keep the holder's freshness current."""
+        """Publish after changes (debounced) and keep the holder's freshness current."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.dirty.wait(), 1.0)
@@ -201,41 +239,70 @@ class Mirror:
             if self.dirty.is_set() and self.ready:
                 await asyncio.sleep(self.debounce)
                 self.dirty.clear()
-                try:
-                    # Built off the loop, with every TAS flavor's snapshot ready: reviews never
-                    # wait for a rebuild nor build a snapshot themselves.
-                    self.holder.publish(await asyncio.to_thread(_assemble, self._inputs(), True))
-                except InvalidObject as exc:
-                    log.error("cluster state not rebuilt: %s", exc)
+                await self.publish_once()
             if fresh is not None:
                 self.holder.touch(fresh)
 
+    async def publish_once(self) -> None:
+        """Rebuild (off the loop) if the structure changed, else publish the current usage."""
+        state = self.state
+        if self.structure_changed or state is None or self._defaults_missing(state):
+            self.structure_changed = False
+            inputs = self._inputs(self.usage.begin_rebuild())
+            try:
+                # Built with every snapshot ready: reviews never wait for a rebuild nor build
+                # a snapshot themselves, and use the previous generation meanwhile.
+                state = await asyncio.to_thread(_assemble, inputs, self.default_levels)
+            except InvalidObject as exc:
+                log.error("cluster state not rebuilt: %s", exc)
+                self.usage.abort_rebuild()
+                if state is None:
+                    return
+            else:
+                self.usage.finish_rebuild(state)
+        if self.usage.changed:
+            self.generation += 1
+            state = self.usage.publish(state, self.generation)
+        if state is not self.state:
+            first = self.state is None
+            self.state = state
+            self.holder.publish(state)
+            if first and self.settle_heap:
+                heap.settle()
+
+    def _defaults_missing(self, state: ClusterState) -> bool:
+        """Whether the policy's default topology (after a reload, say) lacks a kept snapshot."""
+        kept = self.usage.ledgers
+        return any(("levels", name, levels) not in kept for name, levels in self.default_levels(state))
+
     def _node(self, obj: Mapping[str, Any]) -> bool:
         """Parse and keep a node; whether anything placement reads of it changed."""
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         name, version = str(meta.get("name")), str(meta.get("resourceVersion", ""))
         cached = self.nodes.get(name)
         if cached is not None and cached[0] == version and version:
             return False
-        try:
-            parsed = parse_node(obj, {})
-        except InvalidObject as exc:
-            log.error("node %s ignored: %s", name, exc)
+        parsed = _parsed_node(obj)
+        if parsed is None:
             return self.nodes.pop(name, None) is not None
-        self.nodes[name] = (version, parsed)
-        return cached is None or cached[1] != parsed
+        self.nodes[name] = parsed
+        return cached is None or cached[1] != parsed[1]
 
-    def _pod(self, obj: Mapping[str, Any]) -> bool:
-        """Keep a pod's usage; whether it changed (a status update of a running pod does not)."""
-        key = _key(obj)
-        try:
-            found = pod_usage(obj)
-        except InvalidObject as exc:
-            log.error("pod %s ignored: %s", key, exc)
-            found = None
-        before = self.usage.get(key)
-        if found is None:
-            self.usage.pop(key, None)
-        else:
-            self.usage[key] = found
-        return before != found
+
+def _parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
+    """(resourceVersion, node without usage), or None (logged) when it does not parse."""
+    try:
+        node = parse_node(obj, {})
+    except InvalidObject as exc:
+        log.error("node %s ignored: %s", _key(obj).lstrip("/"), exc)
+        return None
+    return str(metadata(obj).get("resourceVersion", "")), node
+
+
+def _pod_use(obj: Mapping[str, Any]) -> Use | None:
+    """What a pod uses (its node and requests), None when nothing or (logged) unparseable."""
+    try:
+        return pod_usage(obj)
+    except InvalidObject as exc:
+        log.error("pod %s ignored: %s", _key(obj), exc)
+        return None

@@ -151,12 +151,26 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: 
         backoff = min(backoff * 2, settings.backoff_max)
 
 
+LIST_PAGE = 500  # client-go's reflector pages lists the same way
+
+
 async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
-    response = await checked(await lister(_preload_content=False, **kind.kwargs))
-    body = orjson.loads(await response.read())
-    items = [{"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in body.get("items") or []]
-    mirror.replace(kind.name, items)
-    return str((body.get("metadata") or {}).get("resourceVersion", ""))
+    """List in pages of `LIST_PAGE`, each parsed and slimmed before the next is read, so peak
+    memory is a page of objects, not the cluster's; the kind is swapped in when complete."""
+    listing = mirror.listing(kind.name)
+    token: str | None = None
+    while True:
+        more = {"_continue": token} if token else {}
+        response = await checked(await lister(_preload_content=False, limit=LIST_PAGE, **more, **kind.kwargs))
+        body = orjson.loads(await response.read())
+        listing.add(
+            {"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in body.get("items") or []
+        )
+        meta = body.get("metadata") or {}
+        token = meta.get("continue") or None
+        if token is None:
+            mirror.commit(listing)
+            return str(meta.get("resourceVersion", ""))
 
 
 async def _watch(

@@ -26,7 +26,7 @@ is the scorer's business, not this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -212,3 +212,57 @@ def _summed(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Amounts:
     out: Amounts = dict(a)
     _add(out, b)
     return out
+
+
+_SHAPE_CACHE_SIZE = 4096
+_by_shape: dict[Hashable, dict[str, int]] = {}
+
+
+def stored_pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
+    """`pod_requests` of a pod as the API server stores it (its defaults already filled in),
+    remembered by the few fields it reads: a cluster's pods come in a few dozen shapes, and a
+    live watch sees every pod event. The cache is bounded; a shape it cannot key is computed."""
+    key = _shape(pod_spec)
+    if key is None:
+        return pod_requests(pod_spec, path)
+    found = _by_shape.get(key)
+    if found is None:
+        found = pod_requests(pod_spec, path)
+        if len(_by_shape) >= _SHAPE_CACHE_SIZE:
+            _by_shape.clear()
+        _by_shape[key] = found
+    return dict(found)
+
+
+def _shape(spec: Mapping[str, Any]) -> Hashable | None:
+    """What `pod_requests` reads of a spec, as a hashable value (None when not plain data)."""
+    try:
+        parts: list[Hashable] = [
+            _frozen(spec.get("resources")),
+            _frozen(spec.get("overhead")),
+            spec.get("runtimeClassName"),
+        ]
+        for field in ("containers", "initContainers"):
+            for container in spec.get(field) or ():
+                resources = container.get("resources") or {}
+                parts.append(
+                    (
+                        field,
+                        container.get("restartPolicy"),
+                        _frozen(resources.get("requests")),
+                        _frozen(resources.get("limits")),
+                    )
+                )
+        key = tuple(parts)
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    return key
+
+
+def _frozen(value: Any) -> Hashable:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        raise TypeError("a list where a resource map was expected")
+    return value  # type: ignore[no-any-return]

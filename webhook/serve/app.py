@@ -22,6 +22,7 @@ from aiohttp import web
 import scorer
 from webhook.decide.decision import decide
 from webhook.decide.policy import PolicyError, parse_policy
+from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
 from webhook.live import podgroups, watch
 from webhook.live.api import api_client
@@ -185,7 +186,14 @@ def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applicati
         api = await api_client(source.kubeconfig)
         app[API] = api
         kinds = watch.kinds()
-        mirror = Mirror(app[STATE], [k.name for k in kinds], engine=engine)
+        policy = app[POLICY]
+        mirror = Mirror(
+            app[STATE],
+            [k.name for k in kinds],
+            engine=engine,
+            default_levels=lambda state: default_snapshot_levels(state, policy.current.default_topology),
+            settle_heap=True,
+        )
         counter = app[METRICS].podgroups
         creator = podgroups.Creator(api, lambda result: counter.labels(result).inc(), _pod_groups_of(app))
         app[PODGROUPS] = creator

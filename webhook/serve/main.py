@@ -22,6 +22,7 @@ from aiohttp import web
 
 from webhook.files.policy import load_policy
 from webhook.files.sources import cluster_objects
+from webhook.live import heap
 from webhook.serve import certs, listen
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.audit import line_writer
@@ -116,6 +117,7 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         policy.name,
         note,
     )
+    heap.settle()  # modules and the static state live as long as the process
     asyncio.run(_serve(app, at, context))
     return 0
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from scorer import Cluster, Engine
 from scorer.model import PODS, Node, Taint, Toleration
-from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, stored_pod_requests
 from webhook.model.quantity import canonical, parse_quantity
 from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults, runtime_overhead
@@ -47,6 +47,9 @@ class ClusterState:
     unserved: frozenset[str] = frozenset()
     generation: int = 0
     engine: Engine | None = None  # the placement engine snapshots use (None: the default one)
+    # Node name -> requests its pods use, when kept apart from the nodes (live mode); else None
+    # and each node's own usage counts.
+    usage: Mapping[str, Mapping[str, int]] | None = None
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -74,10 +77,46 @@ class ClusterState:
             found = self._snapshots.get(key)
             if found is None:
                 found = Cluster.build(
-                    name, levels, self.nodes, node_labels, tolerations, self.generation, self.engine
+                    name,
+                    levels,
+                    self.nodes,
+                    node_labels,
+                    tolerations,
+                    self.generation,
+                    self.engine,
+                    self.usage,
                 )
                 self._snapshots[key] = found
         return found
+
+    def prepare(self, default_levels: Iterable[tuple[str, tuple[str, ...]]] = ()) -> ClusterState:
+        """Build every TAS flavor's snapshot (and those of ``default_levels``) now, so no
+        decision on this state ever builds one; returns the state itself."""
+        for flavor in self.flavors.values():
+            topology = self.topologies.get(flavor.topology_name or "")
+            if topology is not None and topology.levels:
+                self.flavor_snapshot(flavor, topology)
+        for name, levels in default_levels:
+            if levels:
+                self.levels_snapshot(name, levels)
+        return self
+
+    def snapshots(self) -> Mapping[tuple[object, ...], Cluster]:
+        """The snapshots built so far, by key (a copy)."""
+        with self._lock:
+            return dict(self._snapshots)
+
+    def with_usage(
+        self,
+        usage: Mapping[str, Mapping[str, int]],
+        snapshots: Mapping[tuple[object, ...], Cluster],
+        generation: int,
+    ) -> ClusterState:
+        """The next generation when only pod usage changed: same nodes and objects, the
+        writer's snapshots (trees shared, free capacity current) and their usage."""
+        return replace(
+            self, usage=usage, generation=generation, _snapshots=dict(snapshots), _lock=threading.Lock()
+        )
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What LimitRanges of ``namespace`` and RuntimeClasses fill into its pod specs."""
@@ -94,15 +133,16 @@ def build_state(
     engine: Engine | None = None,
     nodes: Sequence[Node] | None = None,
     unserved: Iterable[str] = (),
+    usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ClusterState:
     """Fold any mix of Nodes, Pods, Namespaces and Kueue objects into one state.
 
     Objects of other kinds are ignored. A malformed object raises InvalidObject naming it.
-    ``nodes``, when given, are already parsed with their usage (the live mirror keeps them so),
-    and Node and Pod objects in ``objects`` are then not expected.
+    ``nodes``, when given, are already parsed (the live mirror keeps them so), with ``usage``
+    per node name apart from them, and Node and Pod objects in ``objects`` are then not expected.
     """
     raw_nodes: dict[str, Mapping[str, Any]] = {}
-    usage: dict[str, dict[str, int]] = {}
+    from_pods: dict[str, dict[str, int]] = {}
     topologies: dict[str, Topology] = {}
     flavors: dict[str, Flavor] = {}
     cqs: dict[str, ClusterQueue] = {}
@@ -118,7 +158,7 @@ def build_state(
         if kind == "Node" and group == "v1":
             raw_nodes[name] = obj
         elif kind == "Pod" and group == "v1":
-            _add_pod_usage(obj, usage)
+            _add_pod_usage(obj, from_pods)
         elif kind == "Namespace" and group == "v1":
             namespaces[name] = string_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
         elif kind == "LimitRange" and group == "v1":
@@ -132,7 +172,7 @@ def build_state(
                 obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs
             )
     if nodes is None:
-        nodes = [parse_node(obj, usage.get(name, {})) for name, obj in sorted(raw_nodes.items())]
+        nodes = [parse_node(obj, from_pods.get(name, {})) for name, obj in sorted(raw_nodes.items())]
     return ClusterState(
         nodes=tuple(nodes),
         topologies=topologies,
@@ -146,6 +186,7 @@ def build_state(
         unserved=frozenset(unserved),
         generation=generation,
         engine=engine,
+        usage=usage,
     )
 
 
@@ -186,7 +227,7 @@ def pod_usage(obj: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:
         return None
     meta = metadata(obj)
     where = f"Pod {meta.get('namespace', '')}/{meta.get('name', '')}: spec"
-    requests = pod_requests(spec, where)
+    requests = stored_pod_requests(spec, where)
     requests[PODS] = requests.get(PODS, 0) + 1
     return str(node), requests
 

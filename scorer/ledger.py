@@ -1,0 +1,55 @@
+"""A writer's running account of one snapshot's free capacity, kept current per pod event.
+
+Pods start and finish all the time while nodes rarely change: the trees of a `Cluster` are
+built once per node-set change, and a pod event only moves the free capacity of its node's
+leaf, O(resources), instead of a rebuild of the cluster. `publish` hands out a copy, so a
+published `Cluster` never changes under a decision that is reading it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+from scorer.cluster import Cluster
+
+
+class FreeLedger:
+    """The ``now`` free capacity of one `Cluster`, updated in place by the writer only."""
+
+    __slots__ = ("_column", "_leaf_of", "_width", "base", "changed", "free")
+
+    def __init__(self, base: Cluster) -> None:
+        tree = base.now.tree
+        self.base = base
+        self.free = array("q", base.now.free)
+        self.changed = False
+        self._width = len(tree.resources)
+        self._leaf_of = tree.leaf_of_node
+        self._column = {name: col for col, name in enumerate(tree.resources)}
+
+    def add(self, node: str, requests: Iterable[tuple[str, int]], sign: int) -> None:
+        """``sign`` +1: a pod with ``requests`` (resource, amount pairs) now uses ``node``; -1:
+        it no longer does.
+
+        Nodes outside the view (not selected, cordoned, NotReady) and resources no node of it
+        has are no part of its free capacity, as in a fresh build.
+        """
+        leaf = self._leaf_of.get(node)
+        if leaf is None:
+            return
+        base = leaf * self._width
+        column = self._column
+        free = self.free
+        for name, amount in requests:
+            col = column.get(name)
+            if col is not None:
+                free[base + col] -= sign * amount
+        self.changed = True
+
+    def publish(self, generation: int) -> Cluster:
+        """A `Cluster` sharing the base's trees, with a copy of the current free capacity."""
+        if self.changed:
+            self.base = self.base.with_free(array("q", self.free), generation)
+            self.changed = False
+        return self.base
