@@ -164,7 +164,7 @@ async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--nodes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--rates", type=int, nargs="+", default=[200, 1000])
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -25,8 +25,9 @@ from scorer import Engine
 from scorer.model import Node
 from webhook.live import heap
 from webhook.live.holder import StateHolder
-from webhook.live.usage import UsageBook, Use
-from webhook.state.cluster import ClusterState, build_state, parse_node, pod_usage
+from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use
+from webhook.live.usage import UsageBook
+from webhook.state.cluster import ClusterState, build_state
 from webhook.state.fields import metadata
 from webhook.wire.errors import InvalidObject
 
@@ -51,54 +52,6 @@ def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> Cluster
     nodes = sorted(inputs.nodes, key=lambda node: node.name)
     state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage)
     return state if defaults is None else state.prepare(defaults(state))
-
-
-# Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
-# (PodGroups): their objects are never kept whole. Memory is then bound by nodes and pods parsed,
-# not by what the API server sends (a Pod object is kilobytes; its usage is a few integers).
-NOT_KEPT = frozenset({"nodes", "pods", "podgroups", "volcanopodgroups"})
-
-
-def _kept(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What of ``obj`` the state builder reads: nothing, its name and labels, or all of it."""
-    if kind in NOT_KEPT:
-        return None
-    if kind == "namespaces":
-        meta = obj.get("metadata") or {}
-        slim = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
-        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim}
-    return obj
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-class Listing:
-    """One kind's list, page by page: parsed as pages arrive, swapped in whole when complete
-    (`Mirror.commit`), so a 100,000-pod list never sits in memory as objects."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.raw: dict[str, Mapping[str, Any]] = {}
-        self.nodes: dict[str, tuple[str, Node]] = {}
-        self.pods: dict[str, Use] = {}
-
-    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
-        for obj in items:
-            key = _key(obj)
-            kept = _kept(self.kind, obj)
-            if kept is not None:
-                self.raw[key] = kept
-            if self.kind == "nodes":
-                parsed = _parsed_node(obj)
-                if parsed is not None:
-                    self.nodes[parsed[1].name] = parsed
-            elif self.kind == "pods":
-                use = _pod_use(obj)
-                if use is not None:
-                    self.pods[key] = use
 
 
 class Mirror:
@@ -164,16 +117,16 @@ class Mirror:
         image list, an annotation) or a Pod update that leaves its usage as it was costs a dict
         lookup and no new state; a pod that starts or ends moves its node's usage only."""
         if kind == "pods":
-            use = None if event == "DELETED" else _pod_use(obj)
-            if self.usage.set(_key(obj), use):
+            use = None if event == "DELETED" else pod_use(obj)
+            if self.usage.set(key_of(obj), use):
                 self.dirty.set()
             return
-        key = _key(obj)
+        key = key_of(obj)
         if event == "DELETED":
             self.raw[kind].pop(key, None)
             changed = kind != "nodes" or self.nodes.pop(str(metadata(obj).get("name")), None) is not None
         else:
-            kept = _kept(kind, obj)
+            kept = kept_of(kind, obj)
             if kept is not None:
                 self.raw[kind][key] = kept
             changed = self._node(obj) if kind == "nodes" else True
@@ -282,27 +235,8 @@ class Mirror:
         cached = self.nodes.get(name)
         if cached is not None and cached[0] == version and version:
             return False
-        parsed = _parsed_node(obj)
+        parsed = parsed_node(obj)
         if parsed is None:
             return self.nodes.pop(name, None) is not None
         self.nodes[name] = parsed
         return cached is None or cached[1] != parsed[1]
-
-
-def _parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
-    """(resourceVersion, node without usage), or None (logged) when it does not parse."""
-    try:
-        node = parse_node(obj, {})
-    except InvalidObject as exc:
-        log.error("node %s ignored: %s", _key(obj).lstrip("/"), exc)
-        return None
-    return str(metadata(obj).get("resourceVersion", "")), node
-
-
-def _pod_use(obj: Mapping[str, Any]) -> Use | None:
-    """What a pod uses (its node and requests), None when nothing or (logged) unparseable."""
-    try:
-        return pod_usage(obj)
-    except InvalidObject as exc:
-        log.error("pod %s ignored: %s", _key(obj), exc)
-        return None

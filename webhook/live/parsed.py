@@ -1,0 +1,86 @@
+"""What the mirror keeps of each watched object, and lists read page by page.
+
+Nodes are kept parsed, pods as their usage, PodGroups not at all (only whether their CRD is
+served), Namespaces as name and labels; the rest (Kueue objects, LimitRanges, runtimes) whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scorer.model import Node
+from webhook.live.usage import Use
+from webhook.state.cluster import parse_node, pod_usage
+from webhook.state.fields import metadata
+from webhook.wire.errors import InvalidObject
+
+log = logging.getLogger("tasgate.live")
+
+
+# Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
+# (PodGroups): their objects are never kept whole. Memory is then bound by nodes and pods parsed,
+# not by what the API server sends (a Pod object is kilobytes; its usage is a few integers).
+NOT_KEPT = frozenset({"nodes", "pods", "podgroups", "volcanopodgroups"})
+
+
+def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What of ``obj`` the state builder reads: nothing, its name and labels, or all of it."""
+    if kind in NOT_KEPT:
+        return None
+    if kind == "namespaces":
+        meta = obj.get("metadata") or {}
+        slim = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
+        return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim}
+    return obj
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class Listing:
+    """One kind's list, page by page: parsed as pages arrive, swapped in whole when complete
+    (`Mirror.commit`), so a 100,000-pod list never sits in memory as objects."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.raw: dict[str, Mapping[str, Any]] = {}
+        self.nodes: dict[str, tuple[str, Node]] = {}
+        self.pods: dict[str, Use] = {}
+
+    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
+        for obj in items:
+            key = key_of(obj)
+            kept = kept_of(self.kind, obj)
+            if kept is not None:
+                self.raw[key] = kept
+            if self.kind == "nodes":
+                parsed = parsed_node(obj)
+                if parsed is not None:
+                    self.nodes[parsed[1].name] = parsed
+            elif self.kind == "pods":
+                use = pod_use(obj)
+                if use is not None:
+                    self.pods[key] = use
+
+
+def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
+    """(resourceVersion, node without usage), or None (logged) when it does not parse."""
+    try:
+        node = parse_node(obj, {})
+    except InvalidObject as exc:
+        log.error("node %s ignored: %s", key_of(obj).lstrip("/"), exc)
+        return None
+    return str(metadata(obj).get("resourceVersion", "")), node
+
+
+def pod_use(obj: Mapping[str, Any]) -> Use | None:
+    """What a pod uses (its node and requests), None when nothing or (logged) unparseable."""
+    try:
+        return pod_usage(obj)
+    except InvalidObject as exc:
+        log.error("pod %s ignored: %s", key_of(obj), exc)
+        return None
