@@ -7,6 +7,7 @@ indexes instead of strings. Children of a domain are contiguous. Leaves are the 
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,8 +109,10 @@ def _group_leaves(
 ) -> dict[object, tuple[tuple[str, ...], list[Node]]]:
     # With hostname as the lowest level Kueue keys a leaf by hostname alone (first path wins).
     leaves: dict[object, tuple[tuple[str, ...], list[Node]]] = {}
+    values = operator.itemgetter(*levels)  # one C call per node: builds run on 50,000 nodes
     for node in nodes:
-        path = tuple(node.labels[level] for level in levels)
+        found = values(node.labels)
+        path: tuple[str, ...] = found if len(levels) > 1 else (found,)
         key: object = path[-1] if hostname_leaves else path
         entry = leaves.get(key)
         if entry is None:
@@ -183,15 +186,22 @@ def _capacities(
     with_usage: bool,
     usage: Mapping[str, Mapping[str, int]] | None,
 ) -> tuple[array[int], array[int]]:
-    capacity = array("q")
-    free = array("q")
+    caps: list[int] = []
+    frees: list[int] = []
     for nodes in leaf_nodes:
-        used = [n.usage if usage is None else usage.get(n.name, _NONE) for n in nodes]
-        for r in resources:
-            cap = sum(n.allocatable.get(r, 0) for n in nodes)
-            capacity.append(cap)
-            free.append(cap - sum(u.get(r, 0) for u in used) if with_usage else cap)
-    return capacity, free
+        if len(nodes) == 1:  # the usual leaf: one node, no sums
+            node = nodes[0]
+            have = [node.allocatable.get(r, 0) for r in resources]
+            used = node.usage if usage is None else usage.get(node.name, _NONE)
+        else:
+            have = [sum(n.allocatable.get(r, 0) for n in nodes) for r in resources]
+            each = [n.usage if usage is None else usage.get(n.name, _NONE) for n in nodes]
+            used = {r: sum(u.get(r, 0) for u in each) for r in resources}
+        caps.extend(have)
+        frees.extend(
+            [c - used.get(r, 0) for c, r in zip(have, resources, strict=True)] if with_usage else have
+        )
+    return array("q", caps), array("q", frees)
 
 
 _NONE: Mapping[str, int] = {}

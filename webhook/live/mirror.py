@@ -49,6 +49,11 @@ class _Inputs:
 
 def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> ClusterState:
     """Fold the objects into a state; with ``defaults``, build its snapshots (and theirs) too."""
+    with heap.quiet():
+        return _fold(inputs, defaults)
+
+
+def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
     nodes = sorted(inputs.nodes, key=lambda node: node.name)
     state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage)
     return state if defaults is None else state.prepare(defaults(state))
