@@ -48,6 +48,13 @@ e2e-cluster: $(STAMP) binaries
 	bash e2e/build-binaries.sh cluster
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e_cluster
 
+# Opt-in, not in CI: 5,000 Nodes and 50,000 bound Pods on the real API server, tasgate in live mode;
+# prints time to ready, RSS, review latency (at rest, under churn) and rack-loss-to-verdict time.
+# TASGATE_SCALE_NODES / _PODS shrink it. See e2e/README.md.
+.PHONY: e2e-scale
+e2e-scale: $(STAMP) binaries
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/e2e_scale
+
 # The container image without a Docker engine (as root: Debian's mmdebstrap and umoci): built into
 # ~/.cache/tasgate/image/oci (outside the repo), then started chrooted and probed. See image/build.sh.
 .PHONY: image
