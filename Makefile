@@ -41,8 +41,8 @@ binaries:
 e2e: $(STAMP) binaries
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
-# Opt-in, not in CI: kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler
-# around the same control plane; groundwork for following gangs after admission. See e2e/README.md.
+# kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler around the same
+# control plane, with the real Kueue: gangs followed after admission (tests/e2e_cluster). CI runs it.
 .PHONY: e2e-cluster
 e2e-cluster: $(STAMP) binaries
 	bash e2e/build-binaries.sh cluster

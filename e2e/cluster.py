@@ -303,14 +303,20 @@ class Cluster:
 
     # -- objects --
 
-    def add_node(self, name: str, allocatable: Mapping[str, str] = DEFAULT_NODE_ALLOCATABLE) -> None:
-        """Create a Node for kwok to run (capacity = allocatable); kwok makes it Ready."""
+    def add_node(
+        self,
+        name: str,
+        allocatable: Mapping[str, str] = DEFAULT_NODE_ALLOCATABLE,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a Node for kwok to run (capacity = allocatable, extra ``labels`` such as topology
+        levels and a flavor's node labels); kwok makes it Ready."""
         node = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+                "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
                 "annotations": {"kwok.x-k8s.io/node": "fake"},
             },
             "status": {"capacity": dict(allocatable), "allocatable": dict(allocatable)},

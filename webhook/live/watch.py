@@ -20,7 +20,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -40,6 +40,17 @@ TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
 TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 
 Lister = Callable[..., Awaitable[Any]]
+
+
+class Sink(Protocol):
+    """What a list+watch feeds: the ``Mirror`` (cluster state), or the lifecycle ``Tracker``."""
+
+    def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None: ...
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None: ...
+    def mark_absent(self, kind: str) -> None: ...
+    def healthy(self, kind: str) -> None: ...
+    def connected(self, kind: str) -> None: ...
+    def disconnected(self, kind: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,7 @@ class WatchSettings:
     absent_retry: float = 30.0
 
 
-async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: WatchSettings) -> None:
+async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: WatchSettings) -> None:
     """List, then watch, forever; re-list on 410 Gone; back off on errors."""
     lister = kind.lister(api)
     backoff = 0.5
@@ -151,7 +162,7 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: 
         backoff = min(backoff * 2, settings.backoff_max)
 
 
-async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
+async def _list(lister: Lister, kind: Kind, mirror: Sink) -> str:
     response = await checked(await lister(_preload_content=False, **kind.kwargs))
     body = orjson.loads(await response.read())
     items = [{"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in body.get("items") or []]
@@ -160,7 +171,7 @@ async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
 
 
 async def _watch(
-    lister: Lister, kind: Kind, mirror: Mirror, settings: WatchSettings, version: str
+    lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettings, version: str
 ) -> str | None:
     """One watch request; the next resourceVersion, or None to re-list (410 Gone).
 
