@@ -33,6 +33,11 @@ bench: $(STAMP)
 bench-live: $(STAMP)
 	$(PY) bench/bench_live.py --out bench/live.json
 
+# Lifecycle tracking at scale: the real Ledger over cloned captured gangs (pod event, round, assess).
+.PHONY: bench-track
+bench-track: $(STAMP)
+	$(PY) bench/bench_track.py --out bench/track.json
+
 # The end-to-end suite: real kube-apiserver + etcd + kubectl, built once from pinned Go modules into
 # ~/.cache/tasgate (outside the repo), then tasgate in live mode against them.
 binaries:

@@ -17,9 +17,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from webhook.cli.status import age, table
 from webhook.decide.policy import Policy, PolicyError, parse_policy
-from webhook.live.events import EventRecorder, GangEvent, ObjectRef
+from webhook.live.events import EventRecorder, GangEvent, ObjectRef, event_name
 from webhook.live.holder import StateHolder
-from webhook.live.tracker import GANG_PODGROUPS, GANG_PODS, WORKLOADS, Tracker
+from webhook.live.tracked import GANG_PODGROUPS, GANG_PODS, WORKLOADS
+from webhook.live.tracker import Tracker
 from webhook.serve.lifecycle_metrics import LifecycleMetrics
 from webhook.state.cluster import build_state
 from webhook.track.compare import Comparison
@@ -223,3 +224,18 @@ async def test_status_table_reads_like_kubectl() -> None:
         "2h",
         "2d",
     ]
+
+
+def test_replicas_name_one_occurrence_alike() -> None:
+    ref = ObjectRef("batch/v1", "Job", "ns", "j", "u")
+    first = GangEvent(
+        ref, None, "PartialStart", "Track", "2 of 4, pending 31s", episode="partial_start:100.0"
+    )
+    later = GangEvent(
+        ref, None, "PartialStart", "Track", "2 of 4, pending 32s", episode="partial_start:100.0"
+    )
+    again = GangEvent(
+        ref, None, "PartialStart", "Track", "2 of 4, pending 31s", episode="partial_start:900.0"
+    )
+    assert event_name(first) == event_name(later) != event_name(again)
+    assert event_name(first).startswith("j.") and len(event_name(first)) == len("j.") + 16

@@ -24,7 +24,8 @@ from webhook.cli.sources import state_for
 from webhook.files.loader import LoadError
 from webhook.files.policy import load_policy
 from webhook.live.api import checked
-from webhook.live.tracker import cluster_queue_of, ledger_table, tracked_kinds
+from webhook.live.tracked import ledger_table, tracked_kinds
+from webhook.live.tracker import cluster_queue_of
 from webhook.live.watch import Kind
 from webhook.state.cluster import ClusterState
 from webhook.track.ledger import Ledger, Tracked

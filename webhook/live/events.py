@@ -4,12 +4,14 @@
 ``rate`` per second (a burst of ``burst``), and one with the same object, reason and note as one
 posted within ``dedupe_seconds`` is dropped — the tracker emits once per state change, this keeps
 a flapping gang from flooding the namespace. A full queue drops the Event (counted, logged).
+Replicas agree on each Event's name (``event_name``), so the API server keeps one of each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import socket
@@ -55,6 +57,15 @@ class GangEvent:
     action: str  # what tasgate did: Track, Compare
     note: str
     type: str = "Warning"
+    episode: str = ""  # what makes this occurrence one (e.g. when the state began), same on every replica
+
+
+def event_name(event: GangEvent) -> str:
+    """``<object>.<hash>`` as kubectl's recorder names Events; the hash is of the object, reason and
+    episode, so every replica of tasgate names one occurrence alike and the API server keeps one
+    (the others get AlreadyExists)."""
+    key = "\0".join((event.regarding.uid or event.regarding.name, event.reason, event.episode or event.note))
+    return f"{event.regarding.name[:200]}.{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 class EventRecorder:
@@ -107,7 +118,13 @@ class EventRecorder:
         try:
             await self._call(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", self.body(event))
             self.record("posted")
-        except (ApiException, OSError, TimeoutError) as exc:
+        except ApiException as exc:
+            if exc.status == 409:
+                self.record("exists")  # another replica posted this very occurrence
+                return
+            self.record("failed")
+            log.warning("event %s on %s/%s not posted: %s", event.reason, ns, event.regarding.name, exc)
+        except (OSError, TimeoutError) as exc:
             self.record("failed")
             log.warning("event %s on %s/%s not posted: %s", event.reason, ns, event.regarding.name, exc)
 

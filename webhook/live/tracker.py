@@ -27,55 +27,16 @@ from kubernetes_asyncio import client
 from webhook.decide.policy import Policy
 from webhook.live.events import EventRecorder, GangEvent, ObjectRef
 from webhook.live.holder import StateHolder
-from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, WatchSettings, run_kind
+from webhook.live.tracked import WORKLOAD_API, ledger_table, tracked_kinds
+from webhook.live.watch import WatchSettings, run_kind
 from webhook.state.cluster import ClusterState
 from webhook.track.classify import State
 from webhook.track.compare import Comparison, compare
 from webhook.track.ledger import Job, Key, Ledger, Tracked
-from webhook.track.records import PODSET_LABEL, WorkloadRecord
+from webhook.track.records import WorkloadRecord
 
 log = logging.getLogger("tasgate.track")
-WORKLOADS, GANG_PODS = "workloads", "gang-pods"
-GANG_PODGROUPS, GANG_VOLCANO_PODGROUPS = "gang-podgroups", "gang-volcanopodgroups"
 EVENT_STATES = {State.PARTIAL_START, State.NEVER_FITS}
-WORKLOAD_API = f"{KUEUE}/v1beta2"
-
-
-def tracked_kinds() -> list[Kind]:
-    """What the tracker watches, next to (not instead of) the Mirror's kinds."""
-
-    def custom(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Any]:
-        def make(api: client.ApiClient) -> Any:
-            objects = client.CustomObjectsApi(api)
-
-            async def call(**kw: Any) -> Any:
-                return await objects.list_cluster_custom_object(group, version, plural, **kw)
-
-            return call
-
-        return make
-
-    def pods(api: client.ApiClient) -> Any:
-        return client.CoreV1Api(api).list_pod_for_all_namespaces
-
-    return [
-        Kind(WORKLOADS, WORKLOAD_API, "Workload", custom(KUEUE, "v1beta2", "workloads"), True),
-        Kind(GANG_PODS, "v1", "Pod", pods, kwargs={"label_selector": PODSET_LABEL}),
-        Kind(
-            GANG_PODGROUPS,
-            COSCHEDULING,
-            "PodGroup",
-            custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
-            True,
-        ),
-        Kind(
-            GANG_VOLCANO_PODGROUPS,
-            VOLCANO,
-            "PodGroup",
-            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
-            True,
-        ),
-    ]
 
 
 @dataclass(frozen=True)
@@ -107,7 +68,6 @@ class Tracker:
         self.admissions: list[tuple[Key, ClusterState | None]] = []
         self.entered: dict[Key, tuple[State, float]] = {}  # gang -> (state, wall time it entered it)
         self.current: list[Tracked] = []
-        self.synced: set[str] = set()
         self.dirty = asyncio.Event()
 
     # -- the watch Sink --
@@ -117,7 +77,6 @@ class Tracker:
         for record in self.ledger.workloads.values():
             if record.admission is not None:
                 self.ledger.forget_spec(record.key)  # admitted while nobody watched: no prediction
-        self.healthy(kind)
         self.dirty.set()
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
@@ -133,14 +92,14 @@ class Tracker:
         self.dirty.set()
 
     def mark_absent(self, kind: str) -> None:
+        """A CRD that is not installed (Volcano's, say): nothing of that kind is tracked."""
         self.ledger.replace(ledger_table(kind), [])
-        self.healthy(kind)
 
     def healthy(self, kind: str) -> None:
-        self.synced.add(kind)
+        """Freshness is the Mirror's business (readiness); the tracker reports what it has."""
 
     def connected(self, kind: str) -> None:
-        self.healthy(kind)
+        """As ``healthy``."""
 
     def disconnected(self, kind: str) -> None:
         """The records stay as they were: the next list replaces them."""
@@ -179,7 +138,7 @@ class Tracker:
                 for key, assessment in found:
                     self.ledger.store(key, assessment)
         await self._compare_admissions(policy)
-        self._classify(policy)
+        await self._classify(policy)
 
     async def _compare_admissions(self, policy: Policy) -> None:
         admissions, self.admissions = self.admissions, []
@@ -195,13 +154,13 @@ class Tracker:
             self.predicted(found)
             log.info("prediction for %s/%s: %s (%s) %s", *key, found.result, found.reason, found.detail)
             if not found.agree:
-                self._emit(
-                    record, "PredictionMismatch", "Compare", f"Kueue's placement differs: {found.detail}"
-                )
+                note = f"Kueue's placement differs: {found.detail}"
+                self._emit(record, "PredictionMismatch", "Compare", note, f"admission:{record.uid}")
 
-    def _classify(self, policy: Policy) -> None:
+    async def _classify(self, policy: Policy) -> None:
         now = self.clock()
-        tracked = self.ledger.tracked(now, policy.partial_start_after)
+        # Off the event loop, on a copy: a round over thousands of gangs takes tens of milliseconds.
+        tracked = await asyncio.to_thread(self.ledger.copy().tracked, now, policy.partial_start_after)
         entered: dict[Key, tuple[State, float]] = {}
         for t in tracked:
             key = t.gang.workload.key
@@ -211,11 +170,21 @@ class Tracker:
                 continue
             since = now if before is not None or t.status.since is None else min(t.status.since, now)
             entered[key] = (t.status.state, since)
+            was = before[0].value if before is not None else "new"
+            log.info(
+                "gang %s/%s: %s -> %s (%s) %s",
+                *key,
+                was,
+                t.status.state.value,
+                t.status.reason,
+                t.status.message,
+            )
             if t.status.state in EVENT_STATES:
-                self._emit(t.gang.workload, t.status.reason, "Track", t.status.message)
+                episode = f"{t.status.state.value}:{t.status.since}"
+                self._emit(t.gang.workload, t.status.reason, "Track", t.status.message, episode)
         self.entered, self.current = entered, tracked
 
-    def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str) -> None:
+    def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str, episode: str) -> None:
         if self.events is None:
             return
         workload = ObjectRef(WORKLOAD_API, "Workload", record.namespace, record.name, record.uid)
@@ -225,7 +194,9 @@ class Tracker:
             if owner
             else workload
         )
-        self.events.emit(GangEvent(regarding, workload if owner else None, reason, action, note))
+        self.events.emit(
+            GangEvent(regarding, workload if owner else None, reason, action, note, episode=episode)
+        )
 
     def rows(self) -> list[Row]:
         """The current (not finished) gangs, labelled for ``tasgate_gang_state_seconds``."""
@@ -271,15 +242,6 @@ def cluster_queue_of(record: WorkloadRecord, state: ClusterState | None) -> str:
 
 def _run_jobs(jobs: Sequence[Job], state: ClusterState, policy: Policy) -> list[tuple[Key, Any]]:
     return [(job.key, job.run(state, policy)) for job in jobs]
-
-
-def ledger_table(kind: str) -> str:
-    """The Ledger's table for a tracked kind's name."""
-    if kind == WORKLOADS:
-        return "workloads"
-    if kind == GANG_PODS:
-        return "pods"
-    return "volcanopodgroups" if kind == GANG_VOLCANO_PODGROUPS else "podgroups"
 
 
 def start(

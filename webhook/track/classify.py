@@ -94,11 +94,16 @@ def _admitted(gang: Gang, now: float, partial_start_after: float) -> Status:
     admitted = wl.condition("Admitted")
     since = admitted.since if admitted is not None else wl.created
     expected = wl.admitted_pods
-    live = [p for p in gang.pods if p.phase not in ("Succeeded", "Failed")]
-    done = sum(1 for p in gang.pods if p.phase == "Succeeded")
-    running = sum(1 for p in live if p.running)
-    scheduled = sum(1 for p in live if p.node)
-    pending = [p for p in live if p.pending]
+    done = running = scheduled = 0
+    pending: list[PodRecord] = []
+    for p in gang.pods:
+        if p.phase == "Succeeded":
+            done += 1
+        elif p.phase != "Failed":
+            running += p.running
+            scheduled += p.node is not None
+            if p.pending:
+                pending.append(p)
     counts = f"{scheduled} of {expected} pods scheduled, {running} running"
     if expected and running + done >= expected:
         ready = wl.condition("PodsReady")

@@ -141,23 +141,52 @@ class Ledger:
         if found.judged and found.fits_when_empty:
             self.fitted.add(key)
 
+    def copy(self) -> Ledger:
+        """A shallow copy (the records are immutable) to classify off the event loop."""
+        other = Ledger()
+        other.workloads, other.specs, other.assessments = (
+            dict(self.workloads),
+            dict(self.specs),
+            dict(self.assessments),
+        )
+        other.fitted, other.pods, other.groups = set(self.fitted), dict(self.pods), dict(self.groups)
+        return other
+
     def tracked(self, now: float, partial_start_after: float) -> list[Tracked]:
-        """Every gang with its state, by namespace and name."""
-        pods_by_ns: dict[str, list[PodRecord]] = {}
+        """Every gang with its state, by namespace and name (one pass over the pods, indexed)."""
+        index: dict[tuple[str, str], list[PodRecord]] = {}
         for pod in self.pods.values():
-            pods_by_ns.setdefault(pod.namespace, []).append(pod)
+            for token in _tokens(pod):
+                index.setdefault((pod.namespace, token), []).append(pod)
+        groups = {(ns, name): g for (_, ns, name), g in sorted(self.groups.items(), reverse=True)}
         out = []
         for key in sorted(self.workloads):
-            gang = self._gang(key, pods_by_ns.get(key[0], ()))
+            gang = self._gang(key, index, groups)
             out.append(Tracked(gang, classify(gang, now, partial_start_after)))
         return out
 
-    def _gang(self, key: Key, candidates: Iterable[PodRecord]) -> Gang:
+    def _gang(
+        self,
+        key: Key,
+        index: Mapping[tuple[str, str], list[PodRecord]],
+        groups: Mapping[Key, PodGroupRecord],
+    ) -> Gang:
         record = self.workloads[key]
-        pods = tuple(p for p in candidates if p.belongs_to(record))
-        names = {p.group for p in pods if p.group}
-        groups = (g for (_, ns, name), g in self.groups.items() if ns == record.namespace and name in names)
-        return Gang(record, pods, next(groups, None), self.assessments.get(key), key in self.fitted)
+        found = list(index.get((record.namespace, f"workload:{record.name}"), ()))
+        if record.owner is not None:
+            found += index.get((record.namespace, f"owner:{record.owner.uid}"), ())
+        # A pod has either the workload token or its owners' (one Workload has one owner): no repeats.
+        pods = tuple(p for p in found if p.belongs_to(record))
+        names = sorted({p.group for p in pods if p.group})
+        group = next((groups[(record.namespace, n)] for n in names if (record.namespace, n) in groups), None)
+        return Gang(record, pods, group, self.assessments.get(key), key in self.fitted)
+
+
+def _tokens(pod: PodRecord) -> list[str]:
+    """How a pod is found: Kueue's workload annotation when it has one, else its owners' UIDs."""
+    if pod.workload is not None:
+        return [f"workload:{pod.workload}"]
+    return [f"owner:{uid}" for uid in pod.owners]
 
 
 def current(tracked: Iterable[Tracked]) -> list[Tracked]:
