@@ -88,6 +88,14 @@ class Tasgate:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
             return str(response.read().decode())
 
+    def transitions(self, owner: str) -> list[str]:
+        """The states the server logged for the Workload of Job ``owner``, in order."""
+        found = []
+        for line in self.err.read_text(errors="replace").splitlines():
+            if f" gang {NS}/job-{owner}-" in line:
+                found.append(line.split(" -> ", 1)[1].split(" ", 1)[0])
+        return found
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -234,6 +242,7 @@ def test_a_gang_assembles_and_runs_where_tasgate_predicted(world: World) -> None
     assert _metric(metrics, "tasgate_predictions_total", result="agree", reason="none") == 1.0, metrics
     assert _metric(metrics, "tasgate_gangs", state="running", cluster_queue="gpu-cq", namespace=NS) == 1.0
     assert world.events("run") == []  # nothing worth an operator's attention
+    assert world.tasgate.transitions("run")[-2:] == ["assembling", "running"]
 
 
 def test_a_partial_start_is_reported_once(world: World) -> None:
@@ -277,6 +286,7 @@ def test_a_waiting_gang_whose_rack_is_lost_never_fits_any_more(world: World) -> 
         world.cp.kubectl("cordon", name)
     world.cp.kubectl("delete", "node", *RACKS["b0-r2"], "--wait=true")
     item = world.wait_state("wide", "never_fits")
+    assert world.tasgate.transitions("wide")[-2:] == ["waiting_topology", "never_fits"]
     assert "no longer fits any rack" in item["message"], item
     _wait(lambda: len(world.events("wide")) == 1, "the capacity-loss Event on Job wide", 20)
     event = world.events("wide")[0]

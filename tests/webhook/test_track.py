@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from webhook.decide.policy import Policy
 from webhook.state.cluster import ClusterState, build_state
@@ -220,3 +222,52 @@ def _pod_on(host: str) -> dict[str, Any]:
         "spec": {"nodeName": host, "containers": [{"name": "c", "resources": {"requests": {GPU: "8"}}}]},
         "status": {"phase": "Running"},
     }
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _some(*keys: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects with some of ``keys``, each holding anything JSON."""
+    return st.fixed_dictionaries({}, optional=dict.fromkeys(keys, _json))
+
+
+_condition = st.fixed_dictionaries(
+    {"type": st.sampled_from(["QuotaReserved", "Admitted", "Evicted", "Finished", "PodsReady", "x"])},
+    optional={"status": st.sampled_from(["True", "False", 1]), "reason": _json, "lastTransitionTime": _json},
+)
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "metadata": _some(
+            "name", "namespace", "ownerReferences", "annotations", "labels", "creationTimestamp"
+        ),
+        "spec": _some("podSets", "queueName", "minMember", "nodeName", "schedulingGates"),
+        "status": st.fixed_dictionaries(
+            {},
+            optional={
+                "conditions": st.lists(_condition, max_size=3) | _json,
+                "admission": _json,
+                "phase": _json,
+            },
+        ),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(workload=_fields, pod=_fields, group=_fields)
+def test_malformed_objects_never_raise(
+    workload: dict[str, Any], pod: dict[str, Any], group: dict[str, Any]
+) -> None:
+    ledger = Ledger()
+    ledger.replace("workloads", [workload])
+    ledger.replace("pods", [pod])
+    ledger.replace("podgroups", [group])
+    ledger.assess_queued(build_state([], generation=1), Policy(name="p"))
+    for t in ledger.tracked(0.0, 300.0):
+        assert t.status.state in State

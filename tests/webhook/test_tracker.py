@@ -17,10 +17,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from webhook.cli.status import age, table
 from webhook.decide.policy import Policy, PolicyError, parse_policy
+from webhook.files.policy import load_policy
 from webhook.live.events import EventRecorder, GangEvent, ObjectRef, event_name
 from webhook.live.holder import StateHolder
 from webhook.live.tracked import GANG_PODGROUPS, GANG_PODS, WORKLOADS
 from webhook.live.tracker import Tracker
+from webhook.serve.app import create_app, create_metrics_app
+from webhook.serve.keys import Settings, StateSource
 from webhook.serve.lifecycle_metrics import LifecycleMetrics
 from webhook.state.cluster import build_state
 from webhook.track.compare import Comparison
@@ -239,3 +242,18 @@ def test_replicas_name_one_occurrence_alike() -> None:
     )
     assert event_name(first) == event_name(later) != event_name(again)
     assert event_name(first).startswith("j.") and len(event_name(first)) == len("j.") + 16
+
+
+async def test_the_served_metrics_port_exports_the_lifecycle_metrics(aiohttp_client: Any) -> None:
+    """The app production runs registers them on the /metrics registry (empty without live mode)."""
+    app = create_app(
+        Settings(policy=load_policy("default")), lambda line: None, StateSource(objects=[], label="t")
+    )
+    text = await (await (await aiohttp_client(create_metrics_app(app))).get("/metrics")).text()
+    for family in (
+        "tasgate_gangs gauge",
+        "tasgate_gang_state_seconds gauge",
+        "tasgate_predictions_total counter",
+    ):
+        assert f"# TYPE {family}" in text
+    assert 'tasgate_predictions_total{reason="none",result="agree"} 0.0' in text

@@ -41,7 +41,7 @@ class Job:
     def run(self, state: ClusterState, policy: Policy) -> Assessment:
         try:
             view = workload_view(self.spec, state.pod_defaults(self.namespace))
-        except InvalidObject as exc:
+        except (InvalidObject, ValueError, TypeError) as exc:  # the API server validated it; be safe
             return Assessment(state.generation, problem=f"its PodSets do not read: {exc}")
         return assess(view, self.namespace, self.queue, state, policy)
 

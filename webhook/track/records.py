@@ -145,7 +145,7 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
     error = None
     try:
         admission = workload_admission(obj)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         error = _clip(f"status.admission does not read: {exc}")
     count = sum(_int(p.get("count")) for p in _list(spec.get("podSets")) if isinstance(p, Mapping))
     return WorkloadRecord(
