@@ -21,7 +21,8 @@ Scenarios (each test waits for what it needs; they run in file order):
    (``CapacityLost``), one Event on the Job.
 
 Then ``tasgate status`` lists each gang with its state, and ``/metrics`` carries the lifecycle
-metrics. With ``TASGATE_CAPTURE_LIFECYCLE=1`` the objects are written (normalised) to
+metrics; last, ``run``'s Workload is deactivated (``spec.active: false``) and Kueue evicts it:
+``evicted`` with Kueue's reason ``Deactivated``. With ``TASGATE_CAPTURE_LIFECYCLE=1`` the objects are written (normalised) to
 tests/webhook/manifests/lifecycle/ for the unit tests. Missing binaries fail, never skip.
 """
 
@@ -333,3 +334,24 @@ def _capture(world: World) -> None:
 def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
     obj["metadata"].pop("managedFields", None)
     return obj
+
+
+def test_a_deactivated_gang_is_evicted_with_kueues_reason(world: World) -> None:
+    (workload,) = [
+        w["metadata"]["name"]
+        for w in world.cp.kubectl_json("get", "workloads.kueue.x-k8s.io", "-n", NS)["items"]
+        if w["metadata"]["ownerReferences"][0]["name"] == "run"
+    ]
+    world.cp.kubectl(
+        "patch",
+        "workloads.kueue.x-k8s.io",
+        workload,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        '{"spec":{"active":false}}',
+    )
+    item = world.wait_state("run", "evicted")
+    assert item["reason"] == "Deactivated", item  # Kueue's own Evicted reason, verbatim
+    assert world.tasgate.transitions("run")[-1] == "evicted"
