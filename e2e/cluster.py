@@ -1,6 +1,6 @@
 """The rest of a cluster around a running ControlPlane: kube-controller-manager, kwok, and a gang scheduler.
 
-Groundwork for following gangs after admission; not used by ``make e2e`` or CI. Each component is a
+Where gangs are followed after admission (``make e2e-cluster``, tests/e2e_cluster). Each component is a
 plain process with the control plane's admin kubeconfig, wired the way /work/shared/CLUSTER_E2E.md
 found to work:
 
