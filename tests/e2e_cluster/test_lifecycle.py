@@ -22,8 +22,9 @@ Scenarios (each test waits for what it needs; they run in file order):
 
 Then ``tasgate status`` lists each gang with its state, and ``/metrics`` carries the lifecycle
 metrics; last, ``run``'s Workload is deactivated (``spec.active: false``) and Kueue evicts it:
-``evicted`` with Kueue's reason ``Deactivated``. With ``TASGATE_CAPTURE_LIFECYCLE=1`` the objects are written (normalised) to
-tests/webhook/manifests/lifecycle/ for the unit tests. Missing binaries fail, never skip.
+``evicted`` with Kueue's reason ``Deactivated``. With ``TASGATE_CAPTURE_LIFECYCLE=1`` the objects
+are written (normalised) to tests/webhook/manifests/lifecycle/ for the unit tests (before the
+eviction). Missing binaries fail, never skip.
 """
 
 from __future__ import annotations
