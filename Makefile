@@ -33,6 +33,11 @@ bench: $(STAMP)
 bench-live: $(STAMP)
 	$(PY) bench/bench_live.py --out bench/live.json
 
+# Lifecycle tracking at scale: the real Ledger over cloned captured gangs (pod event, round, assess).
+.PHONY: bench-track
+bench-track: $(STAMP)
+	$(PY) bench/bench_track.py --out bench/track.json
+
 # The end-to-end suite: real kube-apiserver + etcd + kubectl, built once from pinned Go modules into
 # ~/.cache/tasgate (outside the repo), then tasgate in live mode against them.
 binaries:
@@ -41,8 +46,8 @@ binaries:
 e2e: $(STAMP) binaries
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
-# Opt-in, not in CI: kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler
-# around the same control plane; groundwork for following gangs after admission. See e2e/README.md.
+# kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler around the same
+# control plane, with the real Kueue: gangs followed after admission (tests/e2e_cluster). CI runs it.
 .PHONY: e2e-cluster
 e2e-cluster: $(STAMP) binaries
 	bash e2e/build-binaries.sh cluster

@@ -1,6 +1,6 @@
 """The rest of a cluster around a running ControlPlane: kube-controller-manager, kwok, and a gang scheduler.
 
-Groundwork for following gangs after admission; not used by ``make e2e`` or CI. Each component is a
+Where gangs are followed after admission (``make e2e-cluster``, tests/e2e_cluster). Each component is a
 plain process with the control plane's admin kubeconfig, wired the way /work/shared/CLUSTER_E2E.md
 found to work:
 
@@ -303,14 +303,20 @@ class Cluster:
 
     # -- objects --
 
-    def add_node(self, name: str, allocatable: Mapping[str, str] = DEFAULT_NODE_ALLOCATABLE) -> None:
-        """Create a Node for kwok to run (capacity = allocatable); kwok makes it Ready."""
+    def add_node(
+        self,
+        name: str,
+        allocatable: Mapping[str, str] = DEFAULT_NODE_ALLOCATABLE,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a Node for kwok to run (capacity = allocatable, extra ``labels`` such as topology
+        levels and a flavor's node labels); kwok makes it Ready."""
         node = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+                "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})},
                 "annotations": {"kwok.x-k8s.io/node": "fake"},
             },
             "status": {"capacity": dict(allocatable), "allocatable": dict(allocatable)},

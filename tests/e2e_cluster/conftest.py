@@ -1,6 +1,7 @@
-"""Cluster smoke tests: kube-controller-manager, kwok and the Coscheduling scheduler (``make e2e-cluster``).
+"""Cluster tests: kube-controller-manager, kwok, the Coscheduling scheduler, Kueue (``make e2e-cluster``).
 
-Not under tests/e2e, so ``make e2e`` and CI never run it. The marker is registered here because the
+Not under tests/e2e, so ``make e2e`` does not run them; ``.ci/run`` runs ``make e2e-cluster`` after it.
+The marker is registered here because the
 directory owns it (pyproject's ``--strict-markers`` catches typos).
 """
 

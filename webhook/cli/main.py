@@ -1,4 +1,4 @@
-"""The `tasgate` command line: check, test, serve, certs, sample-cluster."""
+"""The `tasgate` command line: check, test, status, serve, certs, sample-cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 import yaml
 
 from scorer import EngineError
-from webhook.cli import check, render, suite
+from webhook.cli import check, render, status, suite
 from webhook.cli.sources import state_for
 from webhook.decide.patch import apply_entries
 from webhook.decide.policy import PolicyError
@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     tst = sub.add_parser("test", help="run policy test suites: manifests with their expected outcomes")
     tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
     tst.set_defaults(handler=suite.run)
+    status.add_arguments(
+        sub.add_parser("status", help="every tracked gang of a live cluster: state, reason, age")
+    )
     dump = sub.add_parser("sample-cluster", help="print the embedded sample cluster as YAML")
     dump.set_defaults(handler=_sample)
     serve = sub.add_parser("serve", help="run the admission webhook over HTTPS")

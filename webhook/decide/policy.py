@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from webhook.decide.durations import parse_duration
+
 API_VERSION = "tasgate.io/v1alpha1"
 KIND = "AdmissionPolicy"
 DEFAULT_GPU_RESOURCES = (
@@ -29,6 +31,7 @@ KUEUE_USERS = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
 MODES = ("required", "preferred", "none")
 BACKENDS = ("coscheduling", "volcano", "none")
 TIGHTEST = "tightest"
+PARTIAL_START_AFTER = 300.0  # seconds some pods may run while the rest stay Pending (lifecycle)
 
 
 class PolicyError(Exception):
@@ -129,6 +132,7 @@ class Policy:
     default_topology: DefaultTopology | None = None
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
     kueue_users: tuple[str, ...] = KUEUE_USERS
+    partial_start_after: float = PARTIAL_START_AFTER  # spec.partialStartAfter, in seconds
 
     def rule_for(self, subject: Subject) -> Rule | None:
         """The first rule that matches."""
@@ -149,7 +153,7 @@ def parse_policy(text: str, source: str) -> Policy:
     spec = _map(doc.get("spec", {}), f"{source}: spec")
     _only(
         spec,
-        ("exemptNamespaces", "defaultTopology", "gpuResources", "kueueUsers", "rules"),
+        ("exemptNamespaces", "defaultTopology", "gpuResources", "kueueUsers", "partialStartAfter", "rules"),
         f"{source}: spec",
     )
     rules = [
@@ -166,7 +170,17 @@ def parse_policy(text: str, source: str) -> Policy:
             spec.get("gpuResources", list(DEFAULT_GPU_RESOURCES)), f"{source}: spec.gpuResources"
         ),
         kueue_users=_strs(spec.get("kueueUsers", list(KUEUE_USERS)), f"{source}: spec.kueueUsers"),
+        partial_start_after=_duration(spec, "partialStartAfter", PARTIAL_START_AFTER, f"{source}: spec"),
     )
+
+
+def _duration(spec: Mapping[str, Any], name: str, default: float, where: str) -> float:
+    if name not in spec:
+        return default
+    try:
+        return parse_duration(spec[name])
+    except ValueError as exc:
+        raise PolicyError(f"{where}.{name}: {exc}") from None
 
 
 def _rule(raw: object, where: str) -> Rule:

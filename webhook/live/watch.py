@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -40,6 +40,37 @@ TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
 TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 
 Lister = Callable[..., Awaitable[Any]]
+
+
+class Pages(Protocol):
+    """One kind's list as it arrives, page by page."""
+
+    kind: str
+
+    def add(self, items: Iterable[Mapping[str, Any]]) -> None: ...
+
+
+class Collected:
+    """Pages kept as objects until the list is complete: for sinks whose lists are small."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.items: list[Mapping[str, Any]] = []
+
+    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.items.extend(items)
+
+
+class Sink(Protocol):
+    """What a list+watch feeds: the ``Mirror`` (cluster state), or the lifecycle ``Tracker``."""
+
+    def listing(self, kind: str) -> Any: ...  # a `Pages` the sink's own `commit` takes back
+    def commit(self, pages: Any) -> None: ...
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None: ...
+    def mark_absent(self, kind: str) -> None: ...
+    def healthy(self, kind: str) -> None: ...
+    def connected(self, kind: str) -> None: ...
+    def disconnected(self, kind: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +158,7 @@ class WatchSettings:
     absent_retry: float = 30.0
 
 
-async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: WatchSettings) -> None:
+async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: WatchSettings) -> None:
     """List, then watch, forever; re-list on 410 Gone; back off on errors."""
     lister = kind.lister(api)
     backoff = 0.5
@@ -154,10 +185,11 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Mirror, settings: 
 LIST_PAGE = 500  # client-go's reflector pages lists the same way
 
 
-async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
-    """List in pages of `LIST_PAGE`, each parsed and slimmed before the next is read, so peak
-    memory is a page of objects, not the cluster's; the kind is swapped in when complete."""
-    listing = mirror.listing(kind.name)
+async def _list(lister: Lister, kind: Kind, sink: Sink) -> str:
+    """List in pages of `LIST_PAGE`, each handed to the sink's listing before the next is read
+    (the Mirror parses and slims a page at once, so its peak memory is a page of objects, not the
+    cluster's); the kind is swapped in when the list is complete."""
+    listing = sink.listing(kind.name)
     token: str | None = None
     while True:
         more = {"_continue": token} if token else {}
@@ -169,12 +201,12 @@ async def _list(lister: Lister, kind: Kind, mirror: Mirror) -> str:
         meta = body.get("metadata") or {}
         token = meta.get("continue") or None
         if token is None:
-            mirror.commit(listing)
+            sink.commit(listing)
             return str(meta.get("resourceVersion", ""))
 
 
 async def _watch(
-    lister: Lister, kind: Kind, mirror: Mirror, settings: WatchSettings, version: str
+    lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettings, version: str
 ) -> str | None:
     """One watch request; the next resourceVersion, or None to re-list (410 Gone).
 

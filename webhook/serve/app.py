@@ -24,8 +24,9 @@ from webhook.decide.decision import decide
 from webhook.decide.policy import PolicyError, parse_policy
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
-from webhook.live import podgroups, watch
+from webhook.live import podgroups, tracker, watch
 from webhook.live.api import api_client
+from webhook.live.events import EventRecorder
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.serve import handlers
@@ -48,6 +49,7 @@ from webhook.serve.keys import (
     Settings,
     StateSource,
 )
+from webhook.serve.lifecycle_metrics import LIFECYCLE, LifecycleMetrics
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
 from webhook.state.cluster import build_state
@@ -63,6 +65,7 @@ def create_app(
     app[SETTINGS], app[STATE], app[AUDIT] = settings, holder, audit
     app[METRICS] = Metrics(lambda: (holder.current, holder.age()))
     engine = app[METRICS].timed(scorer.default_engine())  # passed to every state built
+    app[LIFECYCLE] = LifecycleMetrics(app[METRICS].registry)
     if source.objects is not None:
         holder.publish(build_state(source.objects, 1, engine))
     app[RUNTIME] = Runtime()
@@ -199,11 +202,21 @@ def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applicati
         app[PODGROUPS] = creator
         tasks = watch.start(api, kinds, mirror, source.watch)
         tasks.append(asyncio.create_task(creator.run(), name="podgroups"))
+        tasks += _track(app, api, source)
         yield
         await _stop(tasks)
         await api.close()
 
     return ctx
+
+
+def _track(app: web.Application, api: Any, source: StateSource) -> list[asyncio.Task[None]]:
+    """Follow every gang after admission (lifecycle states, predictions, Events)."""
+    lifecycle = app[LIFECYCLE]
+    events = EventRecorder(api, lifecycle.event)
+    follower = tracker.Tracker(app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted)
+    lifecycle.follow(follower.rows, follower.counts)
+    return tracker.start(api, follower, events, source.watch)
 
 
 def _pod_groups_of(app: web.Application) -> podgroups.Compute:

@@ -1,0 +1,161 @@
+"""`tasgate status`: every tracked gang of a live cluster, with its state, reason and age.
+
+One-shot, without the server: it lists once what live mode watches (the cluster state) and what
+the tracker watches (Workloads, Kueue's pods, PodGroups), fills the same ``Ledger`` and classifies
+with the same code, so it shows what a running server would. What only a running server knows —
+that a gang once fitted before its nodes were lost, a prediction at the moment of admission — it
+cannot: such a gang shows as ``never_fits`` with reason ``NeverFits`` rather than ``CapacityLost``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from webhook.cli.sources import state_for
+from webhook.files.loader import LoadError
+from webhook.files.policy import load_policy
+from webhook.live.api import checked
+from webhook.live.tracked import ledger_table, tracked_kinds
+from webhook.live.tracker import cluster_queue_of
+from webhook.live.watch import Kind
+from webhook.state.cluster import ClusterState
+from webhook.track.ledger import Ledger, Tracked
+
+COLUMNS = ("NAMESPACE", "NAME", "KIND", "QUEUE", "STATE", "REASON", "AGE")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", required=True, help="the cluster to read")
+    parser.add_argument("--context", help="the kubeconfig context to use")
+    parser.add_argument("-n", "--namespace", help="only this namespace (default: all)")
+    parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table")
+    parser.add_argument(
+        "--policy", default="default", help="policy file, or 'default' / 'none' (its partialStartAfter)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    policy = load_policy(args.policy)
+    state = state_for(None, args.kubeconfig, args.context)
+    objects = asyncio.run(_list_tracked(args.kubeconfig, args.context))
+    ledger = Ledger()
+    for kind, items in objects.items():
+        ledger.replace(kind, items)
+    ledger.assess_queued(state, policy)
+    now = time.time()
+    tracked = [
+        t
+        for t in ledger.tracked(now, policy.partial_start_after)
+        if args.namespace is None or t.gang.workload.namespace == args.namespace
+    ]
+    if args.output == "json":
+        doc = {
+            "apiVersion": "tasgate.io/v1",
+            "kind": "GangStatusList",
+            "items": [item(t, state, now) for t in tracked],
+        }
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(table(tracked, now, wide=args.output == "wide"))
+    return 0
+
+
+def item(t: Tracked, state: ClusterState, now: float) -> dict[str, Any]:
+    """One gang in the JSON document."""
+    wl, status = t.gang.workload, t.status
+    pods = t.gang.pods
+    return {
+        "namespace": wl.namespace,
+        "name": wl.owner.name if wl.owner else wl.name,
+        "kind": wl.owner.kind if wl.owner else "Workload",
+        "uid": wl.owner.uid if wl.owner else wl.uid,
+        "workload": wl.name,
+        "queue": wl.queue,
+        "clusterQueue": cluster_queue_of(wl, state),
+        "state": status.state.value,
+        "reason": status.reason,
+        "message": status.message,
+        "stateSeconds": None if status.since is None else round(max(now - status.since, 0.0), 3),
+        "ageSeconds": None if wl.created is None else round(max(now - wl.created, 0.0), 3),
+        "pods": {
+            "admitted": wl.admitted_pods,
+            "scheduled": sum(1 for p in pods if p.node),
+            "running": sum(1 for p in pods if p.running),
+            "pending": sum(1 for p in pods if p.pending),
+        },
+        "podGroup": None if t.gang.group is None else t.gang.group.name,
+    }
+
+
+def table(tracked: Sequence[Tracked], now: float, wide: bool = False) -> str:
+    header = (*COLUMNS, "MESSAGE") if wide else COLUMNS
+    rows = [header]
+    for t in tracked:
+        wl = t.gang.workload
+        row = (
+            wl.namespace,
+            wl.owner.name if wl.owner else wl.name,
+            wl.owner.kind if wl.owner else "Workload",
+            wl.queue or "<none>",
+            t.status.state.value,
+            t.status.reason,
+            age(None if wl.created is None else now - wl.created),
+        )
+        rows.append((*row, t.status.message) if wide else row)
+    if len(rows) == 1:
+        return "No gangs found."
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return "\n".join(
+        "   ".join([*(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()
+        for r in rows
+    )
+
+
+def age(seconds: float | None) -> str:
+    """kubectl's short age: 42s, 5m, 3h, 2d."""
+    if seconds is None:
+        return "<unknown>"
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    if s < 2 * 3600:
+        return f"{s // 60}m"
+    return f"{s // 3600}h" if s < 2 * 86400 else f"{s // 86400}d"
+
+
+async def _list_tracked(kubeconfig: str, context: str | None) -> dict[str, list[Mapping[str, Any]]]:
+    configuration = client.Configuration()
+    try:
+        await config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
+    except (OSError, config.ConfigException) as exc:
+        raise LoadError(f"--kubeconfig {kubeconfig}: {exc}") from None
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    async with client.ApiClient(configuration) as api:
+        for kind in tracked_kinds():
+            found[ledger_table(kind.name)] = await _items(api, kind)
+    return found
+
+
+async def _items(api: client.ApiClient, kind: Kind) -> list[Mapping[str, Any]]:
+    try:
+        response = await checked(await kind.lister(api)(_preload_content=False, **kind.kwargs))
+    except ApiException as exc:
+        if exc.status == 404 and kind.optional:
+            return []  # the CRD is not installed
+        raise LoadError(f"listing {kind.name}: {exc.status} {exc.reason}") from None
+    except OSError as exc:
+        raise LoadError(f"listing {kind.name}: {exc}") from None
+    body = orjson.loads(await response.read())
+    return [{"apiVersion": kind.api_version, "kind": kind.kind, **i} for i in body.get("items") or []]

@@ -1,0 +1,66 @@
+"""What the lifecycle tracker watches, next to (not instead of) the Mirror's kinds.
+
+Kueue Workloads; the pods Kueue admitted (label ``kueue.x-k8s.io/podset``: Pending and unbound
+ones too, which the Mirror's pod watch leaves out); both gang backends' PodGroups. The names
+differ from the Mirror's (``gang-podgroups``), as each watch feeds one sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind
+from webhook.track.records import PODSET_LABEL
+
+WORKLOADS, GANG_PODS = "workloads", "gang-pods"
+GANG_PODGROUPS, GANG_VOLCANO_PODGROUPS = "gang-podgroups", "gang-volcanopodgroups"
+WORKLOAD_API = f"{KUEUE}/v1beta2"
+
+
+def tracked_kinds() -> list[Kind]:
+    """What the tracker watches, next to (not instead of) the Mirror's kinds."""
+
+    def custom(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Any]:
+        def make(api: client.ApiClient) -> Any:
+            objects = client.CustomObjectsApi(api)
+
+            async def call(**kw: Any) -> Any:
+                return await objects.list_cluster_custom_object(group, version, plural, **kw)
+
+            return call
+
+        return make
+
+    def pods(api: client.ApiClient) -> Any:
+        return client.CoreV1Api(api).list_pod_for_all_namespaces
+
+    return [
+        Kind(WORKLOADS, WORKLOAD_API, "Workload", custom(KUEUE, "v1beta2", "workloads"), True),
+        Kind(GANG_PODS, "v1", "Pod", pods, kwargs={"label_selector": PODSET_LABEL}),
+        Kind(
+            GANG_PODGROUPS,
+            COSCHEDULING,
+            "PodGroup",
+            custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
+            True,
+        ),
+        Kind(
+            GANG_VOLCANO_PODGROUPS,
+            VOLCANO,
+            "PodGroup",
+            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
+            True,
+        ),
+    ]
+
+
+def ledger_table(kind: str) -> str:
+    """The Ledger's table for a tracked kind's name."""
+    if kind == WORKLOADS:
+        return "workloads"
+    if kind == GANG_PODS:
+        return "pods"
+    return "volcanopodgroups" if kind == GANG_VOLCANO_PODGROUPS else "podgroups"

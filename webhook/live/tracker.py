@@ -1,0 +1,265 @@
+"""Follow every gang after admission: Workloads, their pods and PodGroups, watched into a Ledger.
+
+The ``Tracker`` is a watch ``Sink`` (``live.watch.run_kind`` feeds it as it feeds the Mirror) for
+its own kinds: Kueue Workloads, the pods Kueue admitted (label ``kueue.x-k8s.io/podset``, Pending
+ones included: the Mirror's pod watch sees only bound, running pods), and both gang backends'
+PodGroups. Events only update slim records; ``run`` then, at most every ``interval`` seconds:
+
+- assesses queued Workloads on the current ``ClusterState`` (in a worker thread, on a copy);
+- compares each fresh admission with tasgate's placement on the state of the moment the
+  admission was seen (``track.compare``): a counter, and an Event on a mismatch;
+- classifies every gang, keeps when it entered its state, and emits an Event when a gang enters
+  ``partial_start`` or ``never_fits`` (once per state change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from webhook.decide.policy import Policy
+from webhook.live.events import EventRecorder, GangEvent, ObjectRef
+from webhook.live.holder import StateHolder
+from webhook.live.tracked import WORKLOAD_API, ledger_table, tracked_kinds
+from webhook.live.watch import Collected, WatchSettings, run_kind
+from webhook.state.cluster import ClusterState
+from webhook.track.classify import State
+from webhook.track.compare import Comparison, compare
+from webhook.track.ledger import Job, Key, Ledger, Tracked
+from webhook.track.records import WorkloadRecord
+
+log = logging.getLogger("tasgate.track")
+EVENT_STATES = {State.PARTIAL_START, State.NEVER_FITS}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One current gang as the lifecycle metrics label it."""
+
+    namespace: str
+    name: str  # the owner the user applied (the Workload's name when it has none)
+    uid: str
+    workload: str
+    cluster_queue: str
+    state: str
+    seconds: float
+
+
+class Tracker:
+    def __init__(
+        self,
+        holder: StateHolder,
+        policy: Callable[[], Policy],
+        events: EventRecorder | None = None,
+        predicted: Callable[[Comparison], None] = lambda comparison: None,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.holder, self.policy, self.events, self.predicted = holder, policy, events, predicted
+        self.interval, self.clock = interval, clock
+        self.ledger = Ledger()
+        self.admissions: list[tuple[Key, ClusterState | None]] = []
+        self.entered: dict[Key, tuple[State, float]] = {}  # gang -> (state, wall time it entered it)
+        self.current: list[Tracked] = []
+        self.dirty = asyncio.Event()
+
+    # -- the watch Sink --
+
+    def listing(self, kind: str) -> Collected:
+        """Tracked kinds are what Kueue admits: their lists are kept whole until complete."""
+        return Collected(kind)
+
+    def commit(self, pages: Collected) -> None:
+        self.replace(pages.kind, pages.items)
+
+    def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None:
+        self.ledger.replace(ledger_table(kind), items)
+        for record in self.ledger.workloads.values():
+            if record.admission is not None:
+                self.ledger.forget_spec(record.key)  # admitted while nobody watched: no prediction
+        self.dirty.set()
+
+    def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        table = ledger_table(kind)
+        if table == "workloads":
+            self._workload(event, obj)
+        elif table == "pods":
+            self.ledger.drop_pod(obj) if event == "DELETED" else self.ledger.put_pod(obj)
+        elif event == "DELETED":
+            self.ledger.drop_group(obj)
+        else:
+            self.ledger.put_group(obj)
+        self.dirty.set()
+
+    def mark_absent(self, kind: str) -> None:
+        """A CRD that is not installed (Volcano's, say): nothing of that kind is tracked."""
+        self.ledger.replace(ledger_table(kind), [])
+
+    def healthy(self, kind: str) -> None:
+        """Freshness is the Mirror's business (readiness); the tracker reports what it has."""
+
+    def connected(self, kind: str) -> None:
+        """As ``healthy``."""
+
+    def disconnected(self, kind: str) -> None:
+        """The records stay as they were: the next list replaces them."""
+
+    def _workload(self, event: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if event == "DELETED":
+            self.ledger.drop_workload(key)
+            return
+        before, record = self.ledger.put_workload(obj)
+        if record.admission is not None and before is not None and before.admission is None:
+            # The state Kueue admitted on is the one published now: keep it for the comparison.
+            self.admissions.append((key, self.holder.current))
+        elif record.admission is not None and key not in dict(self.admissions):
+            self.ledger.forget_spec(key)
+
+    # -- the loop --
+
+    async def run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.dirty.wait(), self.interval)
+            self.dirty.clear()
+            try:
+                await self.step()
+            except Exception:  # one bad round must not stop the tracking
+                log.exception("lifecycle tracking round failed")
+
+    async def step(self) -> None:
+        policy, state = self.policy(), self.holder.current
+        if state is not None:
+            jobs = self.ledger.stale(state.generation)
+            if jobs:
+                found = await asyncio.to_thread(_run_jobs, jobs, state, policy)
+                for key, assessment in found:
+                    self.ledger.store(key, assessment)
+        await self._compare_admissions(policy)
+        await self._classify(policy)
+
+    async def _compare_admissions(self, policy: Policy) -> None:
+        admissions, self.admissions = self.admissions, []
+        for key, state in admissions:
+            record, spec = self.ledger.workloads.get(key), self.ledger.specs.get(key)
+            self.ledger.forget_spec(key)
+            if record is None or spec is None or state is None or record.admission is None:
+                continue
+            job = Job(key, record.namespace, record.queue, spec)
+            found = compare(record.admission, await asyncio.to_thread(job.run, state, policy))
+            if found is None:
+                continue
+            self.predicted(found)
+            log.info("prediction for %s/%s: %s (%s) %s", *key, found.result, found.reason, found.detail)
+            if not found.agree:
+                note = f"Kueue's placement differs: {found.detail}"
+                self._emit(record, "PredictionMismatch", "Compare", note, f"admission:{record.uid}")
+
+    async def _classify(self, policy: Policy) -> None:
+        now = self.clock()
+        # Off the event loop, on a copy: a round over thousands of gangs takes tens of milliseconds.
+        tracked = await asyncio.to_thread(self.ledger.copy().tracked, now, policy.partial_start_after)
+        entered: dict[Key, tuple[State, float]] = {}
+        for t in tracked:
+            key = t.gang.workload.key
+            before = self.entered.get(key)
+            if before is not None and before[0] is t.status.state:
+                entered[key] = before
+                continue
+            since = now if before is not None or t.status.since is None else min(t.status.since, now)
+            entered[key] = (t.status.state, since)
+            was = before[0].value if before is not None else "new"
+            log.info(
+                "gang %s/%s: %s -> %s (%s) %s",
+                *key,
+                was,
+                t.status.state.value,
+                t.status.reason,
+                t.status.message,
+            )
+            if t.status.state in EVENT_STATES:
+                episode = f"{t.status.state.value}:{t.status.since}"
+                self._emit(t.gang.workload, t.status.reason, "Track", t.status.message, episode)
+        self.entered, self.current = entered, tracked
+
+    def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str, episode: str) -> None:
+        if self.events is None:
+            return
+        workload = ObjectRef(WORKLOAD_API, "Workload", record.namespace, record.name, record.uid)
+        owner = record.owner
+        regarding = (
+            ObjectRef(owner.api_version, owner.kind, record.namespace, owner.name, owner.uid)
+            if owner
+            else workload
+        )
+        self.events.emit(
+            GangEvent(regarding, workload if owner else None, reason, action, note, episode=episode)
+        )
+
+    def rows(self) -> list[Row]:
+        """The current (not finished) gangs, labelled for ``tasgate_gang_state_seconds``."""
+        now, state = self.clock(), self.holder.current
+        out = []
+        for t in self.current:
+            if t.status.state is State.FINISHED:
+                continue
+            wl = t.gang.workload
+            since = self.entered.get(wl.key, (t.status.state, now))[1]
+            owner = wl.owner
+            out.append(
+                Row(
+                    wl.namespace,
+                    owner.name if owner else wl.name,
+                    owner.uid if owner else wl.uid,
+                    wl.name,
+                    cluster_queue_of(wl, state),
+                    t.status.state.value,
+                    max(now - since, 0.0),
+                )
+            )
+        return out
+
+    def counts(self) -> dict[tuple[str, str, str], int]:
+        """(state, cluster_queue, namespace) -> gangs, finished ones included."""
+        state = self.holder.current
+        out: dict[tuple[str, str, str], int] = {}
+        for t in self.current:
+            wl = t.gang.workload
+            key = (t.status.state.value, cluster_queue_of(wl, state), wl.namespace)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+
+def cluster_queue_of(record: WorkloadRecord, state: ClusterState | None) -> str:
+    """Kueue's admission says; before it, the LocalQueue's ClusterQueue ("" when unknown)."""
+    if record.cluster_queue:
+        return record.cluster_queue
+    queue = state.local_queues.get((record.namespace, record.queue)) if state is not None else None
+    return queue.cluster_queue if queue is not None else ""
+
+
+def _run_jobs(jobs: Sequence[Job], state: ClusterState, policy: Policy) -> list[tuple[Key, Any]]:
+    return [(job.key, job.run(state, policy)) for job in jobs]
+
+
+def start(
+    api: client.ApiClient, tracker: Tracker, events: EventRecorder | None, settings: WatchSettings
+) -> list[asyncio.Task[None]]:
+    """One list+watch task per tracked kind, the tracker's loop, and the Event poster."""
+    tasks = [
+        asyncio.create_task(run_kind(api, kind, tracker, settings), name=f"track-{kind.name}")
+        for kind in tracked_kinds()
+    ]
+    tasks.append(asyncio.create_task(tracker.run(), name="track"))
+    if events is not None:
+        tasks.append(asyncio.create_task(events.run(), name="track-events"))
+    return tasks

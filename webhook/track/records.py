@@ -1,0 +1,254 @@
+"""Slim records of the objects a gang is followed by: Kueue Workloads, their Pods, PodGroups.
+
+The tracker never keeps a watched object whole: each event is parsed here into the few values
+the classification reads (conditions, counts, phases, names), so memory is bound by the gangs
+tracked, not by the size of what the API server sends. Parsing is lenient where the API server
+is authoritative (a missing status is "nothing yet"), and every text kept is clipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from webhook.track.admission import PodSetAdmission, workload_admission
+
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # Kueue's TAS annotation on the pods it admits
+PODSET_LABEL = "kueue.x-k8s.io/podset"  # on every pod of an admitted Workload (its PodSet name)
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"  # a JobSet's pods are owned by its Jobs
+TEXT_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class Condition:
+    status: str  # "True", "False" or "Unknown"
+    reason: str = ""
+    message: str = ""
+    since: float | None = None  # lastTransitionTime, seconds since the epoch
+
+    @property
+    def true(self) -> bool:
+        return self.status == "True"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The object the user applied (a Job, JobSet …): where Events are most useful."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class WorkloadRecord:
+    """A Kueue Workload: what it asks for, what Kueue said, and where Kueue admitted it."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    pod_count: int
+    created: float | None = None
+    owner: Owner | None = None
+    conditions: Mapping[str, Condition] = field(default_factory=dict)
+    cluster_queue: str | None = None
+    admission: Mapping[str, PodSetAdmission] | None = None
+    admission_error: str | None = None  # a topologyAssignment that does not read
+    active: bool = True
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+    def condition(self, kind: str) -> Condition | None:
+        return self.conditions.get(kind)
+
+    def is_true(self, kind: str) -> bool:
+        found = self.conditions.get(kind)
+        return found is not None and found.true
+
+    @property
+    def admitted_pods(self) -> int:
+        """Pods Kueue admitted (partial admission may admit fewer than asked); else the count asked."""
+        if not self.admission:
+            return self.pod_count
+        return sum(a.count for a in self.admission.values())
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    namespace: str
+    name: str
+    phase: str
+    node: str | None
+    created: float | None
+    workload: str | None  # Kueue's workload annotation (TAS pods carry it)
+    owners: frozenset[str]  # the controller's UID, and a JobSet's UID label
+    group: str | None  # the PodGroup it is labelled for (Coscheduling or Volcano)
+    gated: bool  # scheduling gates still on (Kueue's TAS ungater has not placed it yet)
+    waiting: str = ""  # why it is not scheduled (PodScheduled=False), as the scheduler wrote it
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+    @property
+    def running(self) -> bool:
+        return self.phase == "Running"
+
+    @property
+    def pending(self) -> bool:
+        return self.phase in ("Pending", "")
+
+    def belongs_to(self, workload: WorkloadRecord) -> bool:
+        """Kueue's workload annotation names it, or it is the pod of the Workload's owner."""
+        if self.namespace != workload.namespace:
+            return False
+        if self.workload is not None:
+            return self.workload == workload.name
+        return workload.owner is not None and workload.owner.uid in self.owners
+
+
+@dataclass(frozen=True)
+class PodGroupRecord:
+    namespace: str
+    name: str
+    backend: str  # "coscheduling" or "volcano"
+    min_member: int
+    phase: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+
+def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
+    meta = _map(obj.get("metadata"))
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    conditions = {
+        str(c.get("type")): Condition(
+            str(c.get("status", "")),
+            _clip(c.get("reason")),
+            _clip(c.get("message")),
+            timestamp(c.get("lastTransitionTime")),
+        )
+        for c in _list(status.get("conditions"))
+        if isinstance(c, Mapping) and c.get("type")
+    }
+    admission: Mapping[str, PodSetAdmission] | None = None
+    error = None
+    try:
+        admission = workload_admission(obj)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        error = _clip(f"status.admission does not read: {exc}")
+    count = sum(_int(p.get("count")) for p in _list(spec.get("podSets")) if isinstance(p, Mapping))
+    return WorkloadRecord(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        queue=str(spec.get("queueName") or ""),
+        pod_count=count,
+        created=timestamp(meta.get("creationTimestamp")),
+        owner=_controller(meta),
+        conditions=conditions,
+        cluster_queue=str(_map(status.get("admission")).get("clusterQueue") or "") or None,
+        admission=admission,
+        admission_error=error,
+        active=spec.get("active", True) is not False,
+    )
+
+
+def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    labels, annotations = _map(meta.get("labels")), _map(meta.get("annotations"))
+    owners = {str(r.get("uid")) for r in _list(meta.get("ownerReferences")) if isinstance(r, Mapping)}
+    if labels.get(JOBSET_UID_LABEL):
+        owners.add(str(labels[JOBSET_UID_LABEL]))
+    scheduled = next(
+        (
+            c
+            for c in _list(status.get("conditions"))
+            if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+        ),
+        {},
+    )
+    waiting = _clip(scheduled.get("message")) if scheduled.get("status") == "False" else ""
+    group = labels.get(COSCHEDULING_LABEL) or annotations.get(VOLCANO_ANNOTATION)
+    return PodRecord(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        phase=str(status.get("phase") or ""),
+        node=str(spec.get("nodeName") or "") or None,
+        created=timestamp(meta.get("creationTimestamp")),
+        workload=str(annotations[WORKLOAD_ANNOTATION]) if annotations.get(WORKLOAD_ANNOTATION) else None,
+        owners=frozenset(owners),
+        group=str(group) if group else None,
+        gated=bool(_list(spec.get("schedulingGates"))),
+        waiting=waiting,
+    )
+
+
+def parse_pod_group(obj: Mapping[str, Any]) -> PodGroupRecord:
+    meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
+    backend = (
+        "volcano" if str(obj.get("apiVersion", "")).startswith("scheduling.volcano.sh/") else "coscheduling"
+    )
+    return PodGroupRecord(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        backend=backend,
+        min_member=_int(spec.get("minMember")),
+        phase=str(status.get("phase") or ""),
+    )
+
+
+def timestamp(value: object) -> float | None:
+    """An RFC 3339 time (``2026-01-01T00:00:00Z``) as seconds since the epoch; None if absent or bad."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def _controller(meta: Mapping[str, Any]) -> Owner | None:
+    refs = [r for r in _list(meta.get("ownerReferences")) if isinstance(r, Mapping)]
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if ref is None:
+        return None
+    return Owner(
+        str(ref.get("apiVersion", "")),
+        str(ref.get("kind", "")),
+        str(ref.get("name", "")),
+        str(ref.get("uid", "")),
+    )
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+def _clip(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
