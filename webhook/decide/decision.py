@@ -20,7 +20,7 @@ from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
-from webhook.decide.topology import Resolution, Target, resolve
+from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
@@ -101,7 +101,7 @@ def _judge(
     judged = [resolution.tas_only or p.explicit_tas for p in view.pod_sets]
     if not any(judged):
         return _with(base, Reason.NO_TAS)
-    targets = _with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
+    targets = with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
     errors = validate_workload(view, targets[0].topology.levels, state.level_has_nodes)
     if errors:
         return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
@@ -133,19 +133,6 @@ def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> Q
         return QuotaVerdict()  # the policy's default topology: no queue, no quota
     members = [m for m in state.cluster_queues.values() if m.cohort == cq.cohort and m.name != cq.name]
     return check_quota(view.pod_sets, cq, members if cq.cohort else ())
-
-
-def _with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:
-    """Kueue skips a TAS flavor whose topology lacks a requested level (``HasLevel``) and tries
-    the next. With none left, the first is kept: the rules then say which level is missing."""
-    wanted = {level for p in pod_sets for level in _levels(p.request)}
-    usable = tuple(t for t in targets if wanted <= set(t.topology.levels))
-    return usable or tuple(targets[:1])
-
-
-def _levels(request: TopologyRequest) -> list[str]:
-    found = [request.level, request.slice_level, *(layer.level for layer in request.slice_layers)]
-    return [level for level in found if level]
 
 
 def _verdict(

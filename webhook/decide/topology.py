@@ -6,11 +6,13 @@ they are never dressed up as "does not fit".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scorer import Cluster
+from scorer.model import TopologyRequest
 from webhook.decide.policy import DefaultTopology
+from webhook.model.podset import PodSetView
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
 
@@ -110,3 +112,16 @@ def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
     if topology is None:
         return Resolution(())
     return Resolution((Target("", topology, state.levels_snapshot(topology.name, topology.levels)),))
+
+
+def with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:
+    """Kueue skips a TAS flavor whose topology lacks a requested level (``HasLevel``) and tries
+    the next. With none left, the first is kept: the rules then say which level is missing."""
+    wanted = {level for p in pod_sets for level in _requested_levels(p.request)}
+    usable = tuple(t for t in targets if wanted <= set(t.topology.levels))
+    return usable or tuple(targets[:1])
+
+
+def _requested_levels(request: TopologyRequest) -> list[str]:
+    found = [request.level, request.slice_level, *(layer.level for layer in request.slice_layers)]
+    return [level for level in found if level]

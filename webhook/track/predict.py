@@ -17,10 +17,9 @@ from typing import Any
 
 from scorer.model import Mode, Placement
 from webhook.decide import messages
-from webhook.decide.decision import _with_levels  # Kueue's HasLevel skip: one source of truth
 from webhook.decide.policy import Policy
 from webhook.decide.scoring import score_flavors
-from webhook.decide.topology import resolve
+from webhook.decide.topology import resolve, with_levels
 from webhook.decide.verdicts import PodSetVerdict
 from webhook.model.paths import field_path
 from webhook.model.podrequests import PodDefaults, pod_requests
@@ -116,7 +115,7 @@ def assess(view: WorkloadView, namespace: str, queue: str, state: ClusterState, 
     if not resolution.targets or not any(judged):
         return Assessment(state.generation, problem="placed without TAS: tasgate has no figures for it")
     placed = [p for p, j in zip(view.pod_sets, judged, strict=True) if j]
-    targets = _with_levels(resolution.targets, placed)
+    targets = with_levels(resolution.targets, placed)
     try:
         scored, _ = score_flavors(view.pod_sets, None, targets, judged)
     except InvalidObject as exc:
