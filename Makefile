@@ -17,7 +17,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 
 install: $(STAMP)
 
+# promtool (Debian's prometheus package) checks the monitoring overlay's rules: installed when
+# missing, a loud failure when it cannot be (hack/ensure-promtool.sh).
 test: $(STAMP)
+	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from e2e import nodes
 from e2e.controlplane import ControlPlane, free_ports
@@ -569,6 +570,52 @@ def test_a_quiet_cluster_keeps_readiness_with_a_short_stale_after(
             assert r.status == 200
     finally:
         quiet.stop()
+
+
+def decision_counts(tasgate: Tasgate) -> dict[str, float]:
+    """Sums of the request metrics on the metrics port, by sample name and decision."""
+    url = f"http://127.0.0.1:{tasgate.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        text = r.read().decode()
+    sums: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                key = f"{sample.name}/{sample.labels.get('decision', '')}"
+                sums[key] = sums.get(key, 0.0) + sample.value
+    return sums
+
+
+def test_one_decision_per_request_and_the_uid_that_joins_kueue(world: tuple[ControlPlane, Tasgate]) -> None:
+    """Through the real API server: a CREATE passes /mutate (no UID yet) and /validate (with the
+    UID it is stored under): two audit lines, one final, one decision; a denial at /mutate is one
+    decision; a dry run is none."""
+    cp, tasgate = world
+    before = decision_counts(tasgate)
+    assert apply(cp, job("joined", 1, 8)).returncode == 0
+    assert apply(cp, job("refused", 3, 8, {"kueue.x-k8s.io/podset-required-topology": RACK})).returncode != 0
+    assert apply(cp, job("rehearsed", 1, 8), "--dry-run=server").returncode == 0
+    after = decision_counts(tasgate)
+
+    def delta(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert (
+        delta("tasgate_admission_decisions_total/allow"),
+        delta("tasgate_admission_decisions_total/deny"),
+    ) == (
+        1,
+        1,
+    )
+    assert delta("tasgate_local_queue_admission_decisions_total/allow") == 1
+    assert delta("tasgate_dry_run_decisions_total/allow") == 1
+    assert delta("tasgate_admission_requests_total/allow") == 4, "joined and rehearsed: mutate + validate"
+    lines = [a for a in tasgate.audit() if a["name"] == "joined"]
+    assert [(a["endpoint"], a["final"]) for a in lines] == [("mutate", False), ("validate", True)]
+    uid = stored(cp, "job", "joined")["metadata"]["uid"]
+    assert [a["objectUID"] for a in lines] == [None, uid], "the API server sets the UID after mutation"
+    (refused,) = [a for a in tasgate.audit() if a["name"] == "refused"]
+    assert (refused["endpoint"], refused["final"], refused["decision"]) == ("mutate", True, "deny")
 
 
 def test_no_process_outlives_the_module(world: tuple[ControlPlane, Tasgate]) -> None:

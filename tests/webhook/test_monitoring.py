@@ -1,0 +1,257 @@
+"""The monitoring overlay: rules that promtool accepts and whose alerts fire when they should, a
+dashboard and alerts that query only metrics tasgate exports, and a kustomization that builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from e2e.controlplane import find_binaries
+from tests.webhook import promql
+from tests.webhook.test_server import (
+    ClientFactory,
+    Harness,
+    manifest,
+    through_both,
+)
+from webhook.serve.app import create_metrics_app
+
+ROOT = Path(__file__).resolve().parents[2]
+OVERLAY = ROOT / "manifests" / "overlays" / "monitoring"
+RULE = OVERLAY / "prometheusrule.yaml"
+DASHBOARD = OVERLAY / "dashboards" / "tasgate.json"
+Client = TestClient[web.Request, web.Application]
+ALERT_TESTS = Path(__file__).parent / "monitoring" / "alerts.test.yaml"
+ENSURE = "bash hack/ensure-promtool.sh"
+# Sample names a family of each type is scraped as (a family declared without series yet still
+# names what Prometheus will store once it has one).
+SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_count", "_sum", "_created"),
+    "summary": ("", "_count", "_sum", "_created"),
+    "info": ("_info",),
+    "unknown": ("",),
+}
+
+
+@pytest.fixture
+def served() -> Harness:
+    """The webhook app on the sample cluster, with its audit lines kept (test_server's Harness)."""
+    return Harness()
+
+
+@pytest.fixture
+async def api(served: Harness, aiohttp_client: ClientFactory) -> Client:
+    return await aiohttp_client(served.app)
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    """promtool from $PROMTOOL or PATH; missing is a failure (`make test` installs it first)."""
+    found = shutil.which(os.environ.get("PROMTOOL", "promtool"))
+    if found is None:
+        pytest.fail(f"promtool is missing: run `{ENSURE}` (installs Debian's prometheus package)")
+    return found
+
+
+def rule_spec() -> dict[str, Any]:
+    doc = yaml.safe_load(RULE.read_text())
+    assert (doc["apiVersion"], doc["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    spec: dict[str, Any] = doc["spec"]
+    return spec
+
+
+def dashboard() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return loaded
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_rules_pass_promtool_check(promtool: str, tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_spec()))
+    out = run([promtool, "check", "rules", "rules.yaml"], tmp_path).stdout
+    alerts = [r["alert"] for g in rule_spec()["groups"] for r in g["rules"]]
+    assert f"SUCCESS: {len(alerts)} rules found" in out
+
+
+def test_alerts_fire_on_their_input_series_and_only_then(promtool: str, tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_spec()))
+    shutil.copy(ALERT_TESTS, tmp_path / "alerts.test.yaml")
+    assert "SUCCESS" in run([promtool, "test", "rules", "alerts.test.yaml"], tmp_path).stdout
+    tested = {
+        case["alertname"]
+        for t in yaml.safe_load(ALERT_TESTS.read_text())["tests"]
+        for case in t["alert_rule_test"]
+    }
+    main = {
+        "TasgateGangPartialStart",
+        "TasgateGangNeverFits",
+        "TasgatePredictionMismatch",
+        "TasgateWebhookErrors",
+        "TasgateWebhookLatencyHigh",
+        "TasgateCertificateExpiresSoon",
+        "TasgateCertificateExpired",
+        "TasgateClusterStateStale",
+    }
+    assert main <= tested, f"alerts without a promtool test: {sorted(main - tested)}"
+
+
+def test_dashboard_queries_are_promql_promtool_accepts(promtool: str, tmp_path: Path) -> None:
+    """Each panel query and variable, its Grafana variables filled in, as a recording rule."""
+    records = [
+        {"record": f"dashboard:query_{i}", "expr": promql.with_grafana_variables(expr)}
+        for i, (_, expr) in enumerate(dashboard_queries())
+    ]
+    (tmp_path / "dashboard.yaml").write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": records}]}))
+    assert (
+        f"SUCCESS: {len(records)} rules found"
+        in run([promtool, "check", "rules", "dashboard.yaml"], tmp_path).stdout
+    )
+
+
+def dashboard_queries() -> Iterator[tuple[str, str]]:
+    """(where, PromQL) of every panel target and query variable of the dashboard."""
+
+    def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for p in items:
+            yield p
+            yield from panels(p.get("panels", []))
+
+    board = dashboard()
+    for p in panels(board["panels"]):
+        for target in p.get("targets", []):
+            yield f"panel {p['title']!r}", target["expr"]
+    for var in board["templating"]["list"]:
+        if var["type"] == "query":
+            query = var["query"]["query"] if isinstance(var["query"], dict) else var["query"]
+            inner = promql.grafana_query(query)
+            if inner is not None:
+                yield f"variable {var['name']!r}", inner
+
+
+def rule_queries() -> Iterator[tuple[str, str]]:
+    for group in rule_spec()["groups"]:
+        for rule in group["rules"]:
+            yield f"alert {rule.get('alert') or rule.get('record')!r}", rule["expr"]
+
+
+async def exported_names(api: Client, side: Client) -> set[str]:
+    """Sample names /metrics serves after the app has decided, denied, dry-run and refused."""
+    await through_both(api, manifest("job-rack.yaml"))
+    await through_both(api, manifest("jobset-never-fits.yaml"))
+    await through_both(api, manifest("job-rack.yaml"), dryRun=True)
+    assert (await api.post("/mutate", data=b"not json")).status == 400
+    text = await (await side.get("/metrics")).text()
+    names = set()
+    for family in text_string_to_metric_families(text):
+        names |= {s.name for s in family.samples}
+        names |= {family.name + suffix for suffix in SUFFIXES[family.type]}
+    return names
+
+
+async def test_every_queried_metric_is_exported(
+    served: Harness, api: Client, aiohttp_client: ClientFactory
+) -> None:
+    side = await aiohttp_client(create_metrics_app(served.app))
+    exported = await exported_names(api, side)
+    used: dict[str, list[str]] = {}
+    for where, expr in [*dashboard_queries(), *rule_queries()]:
+        for name in promql.metric_names(expr):
+            used.setdefault(name, []).append(where)
+    assert len(used) >= 20, f"the queries name too few metrics to be read right: {sorted(used)}"
+    assert {"tasgate_admission_decisions_total", "tasgate_decision_duration_seconds_bucket"} <= exported
+    missing = {name: where for name, where in used.items() if name not in exported}
+    assert not missing, "queried but not exported by tasgate's /metrics:\n" + "\n".join(
+        f"  {name}: {', '.join(sorted(set(where)))}" for name, where in sorted(missing.items())
+    )
+
+
+@pytest.mark.parametrize(
+    ("expr", "names"),
+    [
+        (
+            'sum by (reason) (rate(tasgate_a_total{cluster_queue=~"$cq"}[$__rate_interval]))',
+            {"tasgate_a_total"},
+        ),
+        ("histogram_quantile(0.99, sum by (le, endpoint) (rate(x_bucket[5m]))) > 1", {"x_bucket"}),
+        ('max by (namespace, name) (g{state="never_fits"}) >= 0', {"g"}),
+        ("(a - time()) < 14 * 86400 and a > time()", {"a"}),
+        ("a * on (name, namespace) group_left(cluster_queue) b offset 5m", {"a", "b"}),
+        ('label_replace(a, "dst", "not_a_metric", "src", "(.*)") or vector(0)', {"a"}),
+        (
+            '{__name__="by_name", job="x"} unless absent(c) or sum without (pod) (d) / bool e',
+            {"by_name", "c", "d", "e"},
+        ),
+        ("topk(20, max(x) by (le)) + 1e3 + 0x1F + Inf", {"x"}),
+    ],
+)
+def test_promql_tokenizer_finds_metric_names_only(expr: str, names: set[str]) -> None:
+    assert promql.metric_names(expr) == names
+
+
+def test_grafana_variable_queries() -> None:
+    assert promql.grafana_query('label_values(m{topology=~"$t"}, flavor)') == 'm{topology=~"$t"}'
+    assert promql.grafana_query("label_values(flavor)") is None
+    assert promql.grafana_query("query_result(max(m))") == "max(m)"
+    assert promql.with_grafana_variables('rate(m{a=~"$a"}[$__rate_interval])') == 'rate(m{a=~".*"}[5m])'
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    kubectl = find_binaries().kubectl  # the cached real kubectl; missing binaries fail, never skip
+    return [d for d in yaml.safe_load_all(run([str(kubectl), "kustomize", str(directory)], ROOT).stdout) if d]
+
+
+def test_overlay_builds_and_scrapes_the_metrics_port() -> None:
+    built = {d["kind"]: d for d in kustomize(OVERLAY)}
+    assert set(built) == {"ServiceMonitor", "PrometheusRule", "ConfigMap"}
+    assert {d["metadata"]["namespace"] for d in built.values()} == {"tasgate-system"}
+    assert built["PrometheusRule"]["spec"] == rule_spec()
+    dashboard_map = built["ConfigMap"]
+    assert dashboard_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard_map["data"]["tasgate.json"] == DASHBOARD.read_text(), "the ConfigMap is the raw file"
+    service = next(d for d in kustomize(ROOT / "manifests" / "base") if d["kind"] == "Service")
+    monitor = built["ServiceMonitor"]["spec"]
+    labels = service["metadata"]["labels"]
+    assert monitor["selector"]["matchLabels"].items() <= labels.items(), (
+        "the ServiceMonitor selects the Service"
+    )
+    assert monitor["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    (endpoint,) = monitor["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]} and endpoint["port"] == "metrics"
+    assert endpoint["honorLabels"] is True, "tasgate's namespace and endpoint labels must survive the scrape"
+
+
+def test_promtool_installer_fails_loudly_when_it_cannot_install(tmp_path: Path) -> None:
+    """No promtool and no apt-get: exit 1 and say so (the suite must fail, not skip)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("id", "bash"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    script = str(ROOT / "hack" / "ensure-promtool.sh")
+    done = subprocess.run(
+        [str(bin_dir / "bash"), script], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and "promtool is missing and apt-get is not available" in done.stderr
+    env["PROMTOOL"] = str(tmp_path / "nowhere")
+    done = subprocess.run(
+        [str(bin_dir / "bash"), script], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and "is not an executable" in done.stderr
