@@ -25,8 +25,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e import nodes
+from e2e import nodes, prometheus_operator
 from e2e.controlplane import ControlPlane, free_ports
+from e2e.kueue import install_crds
 from e2e.serving import serve_argv
 from webhook.serve import certs
 
@@ -616,6 +617,26 @@ def test_one_decision_per_request_and_the_uid_that_joins_kueue(world: tuple[Cont
     assert [a["objectUID"] for a in lines] == [None, uid], "the API server sets the UID after mutation"
     (refused,) = [a for a in tasgate.audit() if a["name"] == "refused"]
     assert (refused["endpoint"], refused["final"], refused["decision"]) == ("mutate", True, "deny")
+
+
+def test_monitoring_overlay_passes_a_server_side_dry_run(world: tuple[ControlPlane, Tasgate]) -> None:
+    """ServiceMonitor and PrometheusRule against the Prometheus Operator's own CRD schemas (pinned
+    in e2e/tools/prometheus-operator), the dashboard ConfigMap as any ConfigMap."""
+    cp, _ = world
+    cp.kubectl("create", "namespace", "tasgate-system", check=False)
+    assert install_crds(cp, prometheus_operator.crd_files()) == [
+        "servicemonitors.monitoring.coreos.com",
+        "prometheusrules.monitoring.coreos.com",
+    ]
+    overlay = ROOT / "manifests" / "overlays" / "monitoring"
+    result = cp.kubectl("apply", "--dry-run=server", "-k", str(overlay), check=False)
+    assert result.returncode == 0, result.stderr
+    for created in (
+        "configmap/tasgate-dashboard",
+        "prometheusrule.monitoring.coreos.com/tasgate",
+        "servicemonitor.monitoring.coreos.com/tasgate",
+    ):
+        assert f"{created} created (server dry run)" in result.stdout, result.stdout
 
 
 def test_no_process_outlives_the_module(world: tuple[ControlPlane, Tasgate]) -> None:
