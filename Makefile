@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 
 install: $(STAMP)
 
-# promtool (Debian's prometheus package) checks the monitoring overlay's rules: installed when
-# missing, a loud failure when it cannot be (hack/ensure-promtool.sh).
+# promtool and prometheus (Debian's prometheus package) check the monitoring overlay: installed
+# when missing, a loud failure when they cannot be (hack/ensure-promtool.sh).
 test: $(STAMP)
 	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q
@@ -42,6 +42,7 @@ binaries:
 	bash e2e/build-binaries.sh
 
 e2e: $(STAMP) binaries
+	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
 # Opt-in, not in CI: kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler

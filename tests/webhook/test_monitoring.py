@@ -3,11 +3,9 @@ dashboard and alerts that query only metrics tasgate exports, and a kustomizatio
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.controlplane import find_binaries
 from tests.webhook import promql
+from tests.webhook.overlay import (
+    DASHBOARD,
+    OVERLAY,
+    ROOT,
+    dashboard_queries,
+    missing_report,
+    queried_metrics,
+    rule_spec,
+)
 from tests.webhook.test_server import (
     ClientFactory,
     Harness,
@@ -27,10 +34,6 @@ from tests.webhook.test_server import (
 )
 from webhook.serve.app import create_metrics_app
 
-ROOT = Path(__file__).resolve().parents[2]
-OVERLAY = ROOT / "manifests" / "overlays" / "monitoring"
-RULE = OVERLAY / "prometheusrule.yaml"
-DASHBOARD = OVERLAY / "dashboards" / "tasgate.json"
 Client = TestClient[web.Request, web.Application]
 ALERT_TESTS = Path(__file__).parent / "monitoring" / "alerts.test.yaml"
 ENSURE = "bash hack/ensure-promtool.sh"
@@ -64,18 +67,6 @@ def promtool() -> str:
     if found is None:
         pytest.fail(f"promtool is missing: run `{ENSURE}` (installs Debian's prometheus package)")
     return found
-
-
-def rule_spec() -> dict[str, Any]:
-    doc = yaml.safe_load(RULE.read_text())
-    assert (doc["apiVersion"], doc["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
-    spec: dict[str, Any] = doc["spec"]
-    return spec
-
-
-def dashboard() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    return loaded
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -126,32 +117,6 @@ def test_dashboard_queries_are_promql_promtool_accepts(promtool: str, tmp_path: 
     )
 
 
-def dashboard_queries() -> Iterator[tuple[str, str]]:
-    """(where, PromQL) of every panel target and query variable of the dashboard."""
-
-    def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for p in items:
-            yield p
-            yield from panels(p.get("panels", []))
-
-    board = dashboard()
-    for p in panels(board["panels"]):
-        for target in p.get("targets", []):
-            yield f"panel {p['title']!r}", target["expr"]
-    for var in board["templating"]["list"]:
-        if var["type"] == "query":
-            query = var["query"]["query"] if isinstance(var["query"], dict) else var["query"]
-            inner = promql.grafana_query(query)
-            if inner is not None:
-                yield f"variable {var['name']!r}", inner
-
-
-def rule_queries() -> Iterator[tuple[str, str]]:
-    for group in rule_spec()["groups"]:
-        for rule in group["rules"]:
-            yield f"alert {rule.get('alert') or rule.get('record')!r}", rule["expr"]
-
-
 async def exported_names(api: Client, side: Client) -> set[str]:
     """Sample names /metrics serves after the app has decided, denied, dry-run and refused."""
     await through_both(api, manifest("job-rack.yaml"))
@@ -171,16 +136,11 @@ async def test_every_queried_metric_is_exported(
 ) -> None:
     side = await aiohttp_client(create_metrics_app(served.app))
     exported = await exported_names(api, side)
-    used: dict[str, list[str]] = {}
-    for where, expr in [*dashboard_queries(), *rule_queries()]:
-        for name in promql.metric_names(expr):
-            used.setdefault(name, []).append(where)
+    used = queried_metrics()
     assert len(used) >= 20, f"the queries name too few metrics to be read right: {sorted(used)}"
     assert {"tasgate_admission_decisions_total", "tasgate_decision_duration_seconds_bucket"} <= exported
-    missing = {name: where for name, where in used.items() if name not in exported}
-    assert not missing, "queried but not exported by tasgate's /metrics:\n" + "\n".join(
-        f"  {name}: {', '.join(sorted(set(where)))}" for name, where in sorted(missing.items())
-    )
+    missing = missing_report(used, exported)
+    assert not missing, f"queried but not exported by tasgate's /metrics:\n{missing}"
 
 
 @pytest.mark.parametrize(
@@ -249,7 +209,7 @@ def test_promtool_installer_fails_loudly_when_it_cannot_install(tmp_path: Path) 
     done = subprocess.run(
         [str(bin_dir / "bash"), script], env=env, capture_output=True, text=True, check=False
     )
-    assert done.returncode == 1 and "promtool is missing and apt-get is not available" in done.stderr
+    assert done.returncode == 1 and "missing and apt-get is not available" in done.stderr
     env["PROMTOOL"] = str(tmp_path / "nowhere")
     done = subprocess.run(
         [str(bin_dir / "bash"), script], env=env, capture_output=True, text=True, check=False
