@@ -4,6 +4,7 @@ dashboard and alerts that query only metrics tasgate exports, and a kustomizatio
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.webhook.overlay import (
     DASHBOARD,
     OVERLAY,
     ROOT,
+    dashboard,
     dashboard_queries,
     missing_report,
     queried_metrics,
@@ -215,3 +217,26 @@ def test_promtool_installer_fails_loudly_when_it_cannot_install(tmp_path: Path) 
         [str(bin_dir / "bash"), script], env=env, capture_output=True, text=True, check=False
     )
     assert done.returncode == 1 and "is not an executable" in done.stderr
+
+
+GRAFANA_MACROS = {"__rate_interval", "__range", "__interval"}
+
+
+def test_dashboard_panels_are_laid_out_and_use_only_defined_variables() -> None:
+    board = dashboard()
+    panels = board["panels"]
+    assert len({p["id"] for p in panels}) == len(panels), "panel ids are unique"
+    defined = {v["name"] for v in board["templating"]["list"]}
+    cells: set[tuple[int, int]] = set()
+    for p in panels:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["x"] + g["w"] <= 24, p["title"]
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        assert not mine & cells, f"panel {p['title']!r} overlaps another"
+        cells |= mine
+        if p["type"] == "row":
+            continue
+        assert p["targets"] and p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, p["title"]
+        for target in p["targets"]:
+            used = set(re.findall(r"\$\{?(\w+)", target["expr"])) - GRAFANA_MACROS
+            assert used <= defined, f"panel {p['title']!r} uses undefined variables {sorted(used - defined)}"
