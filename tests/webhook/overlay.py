@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.webhook import promql
 
@@ -74,3 +75,26 @@ def missing_report(used: dict[str, list[str]], exported: set[str]) -> str:
         for name, where in sorted(used.items())
         if name not in exported
     )
+
+
+# Sample names a family of each type is scraped as (a family declared without series yet still
+# names what Prometheus will store once it has one).
+SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_count", "_sum", "_created"),
+    "summary": ("", "_count", "_sum", "_created"),
+    "info": ("_info",),
+    "unknown": ("",),
+}
+
+
+def scraped_names(text: str) -> tuple[set[str], set[str]]:
+    """(declared, with samples): the sample names a /metrics text declares (every family, with the
+    names its type is stored under) and those it has samples of now."""
+    declared: set[str] = set()
+    sampled: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        sampled |= {s.name for s in family.samples}
+        declared |= {family.name + suffix for suffix in SUFFIXES[family.type]}
+    return declared | sampled, sampled

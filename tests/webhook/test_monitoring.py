@@ -14,7 +14,6 @@ import pytest
 import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.controlplane import find_binaries
 from tests.webhook import promql
@@ -27,6 +26,7 @@ from tests.webhook.overlay import (
     missing_report,
     queried_metrics,
     rule_spec,
+    scraped_names,
 )
 from tests.webhook.test_server import (
     ClientFactory,
@@ -39,16 +39,6 @@ from webhook.serve.app import create_metrics_app
 Client = TestClient[web.Request, web.Application]
 ALERT_TESTS = Path(__file__).parent / "monitoring" / "alerts.test.yaml"
 ENSURE = "bash hack/ensure-promtool.sh"
-# Sample names a family of each type is scraped as (a family declared without series yet still
-# names what Prometheus will store once it has one).
-SUFFIXES = {
-    "counter": ("_total", "_created"),
-    "gauge": ("",),
-    "histogram": ("_bucket", "_count", "_sum", "_created"),
-    "summary": ("", "_count", "_sum", "_created"),
-    "info": ("_info",),
-    "unknown": ("",),
-}
 
 
 @pytest.fixture
@@ -125,12 +115,8 @@ async def exported_names(api: Client, side: Client) -> set[str]:
     await through_both(api, manifest("jobset-never-fits.yaml"))
     await through_both(api, manifest("job-rack.yaml"), dryRun=True)
     assert (await api.post("/mutate", data=b"not json")).status == 400
-    text = await (await side.get("/metrics")).text()
-    names = set()
-    for family in text_string_to_metric_families(text):
-        names |= {s.name for s in family.samples}
-        names |= {family.name + suffix for suffix in SUFFIXES[family.type]}
-    return names
+    declared, _ = scraped_names(await (await side.get("/metrics")).text())
+    return declared
 
 
 async def test_every_queried_metric_is_exported(
