@@ -17,7 +17,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 
 install: $(STAMP)
 
+# promtool and prometheus (Debian's prometheus package) check the monitoring overlay: installed
+# when missing, a loud failure when they cannot be (hack/ensure-promtool.sh).
 test: $(STAMP)
+	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
@@ -44,6 +47,7 @@ binaries:
 	bash e2e/build-binaries.sh
 
 e2e: $(STAMP) binaries
+	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
 # kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler around the same

@@ -78,6 +78,24 @@ async def post(client: TestClient[web.Request, web.Application], path: str, body
     return data
 
 
+async def through_both(
+    client: TestClient[web.Request, web.Application], obj: dict[str, Any], **extra: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One API request as the API server sends it: /mutate; if allowed, the patch applied, the UID
+    and creation time set (as the registry does before validating admission), then /validate."""
+    mutated = (await post(client, "/mutate", review(obj, uid="req-1", **extra)))["response"]
+    if not mutated["allowed"]:
+        return mutated, None
+    patch = orjson.loads(base64.b64decode(mutated["patch"])) if "patch" in mutated else []
+    stored = jsonpatch.apply_patch(copy.deepcopy(obj), patch)
+    stored["metadata"] |= {
+        "uid": "0b7d9a5e-2f1c-4a8e-9d3b-6c5e4f3a2b1c",
+        "creationTimestamp": "2026-12-01T12:00:00Z",
+    }
+    validated = (await post(client, "/validate", review(stored, uid="req-2", **extra)))["response"]
+    return mutated, validated
+
+
 async def test_mutate_fits_returns_patch_and_echoes_identity(
     client: TestClient[web.Request, web.Application],
 ) -> None:
@@ -362,9 +380,9 @@ async def test_health_readiness_and_metrics(
     assert (await client.get("/readyz")).status == 200
     assert (await side.get("/healthz")).status == 200 and (await side.get("/readyz")).status == 200
     assert (await client.get("/metrics")).status == 404, "metrics only on the metrics port"
-    await post(client, "/mutate", review(manifest("job-rack.yaml")))
+    await through_both(client, manifest("job-rack.yaml"))
     text = await (await side.get("/metrics")).text()
-    assert 'tasgate_admission_requests_total{cluster_queue="tas-cluster-queue"' in text
+    assert 'tasgate_admission_decisions_total{cluster_queue="tas-cluster-queue"' in text
     assert "tasgate_decision_duration_seconds_bucket" in text and 'le="0.0001"' in text
     assert 'tasgate_scorer_duration_seconds_count{implementation="compiled"}' in text
     assert 'tasgate_topology_domains{flavor="tas-flavor",level="cloud.provider.com/topology-rack"' in text
@@ -400,6 +418,7 @@ AUDIT_KEYS = {
     "schema",
     "time",
     "uid",
+    "objectUID",
     "endpoint",
     "operation",
     "user",
@@ -407,6 +426,7 @@ AUDIT_KEYS = {
     "namespace",
     "name",
     "dryRun",
+    "final",
     "allowed",
     "decision",
     "reason",
@@ -461,13 +481,14 @@ async def test_metric_labels_come_from_bounded_sets(
         body = review(obj, uid=f"noise-{i}")
         body["request"]["kind"]["kind"] = noise[2] if i % 2 else "Job"
         body["request"]["namespace"] = noise[0]
-        resp = await client.post("/mutate", data=orjson.dumps(body))
-        assert resp.status == 200
+        for endpoint in ("/mutate", "/validate"):
+            resp = await client.post(endpoint, data=orjson.dumps(body))
+            assert resp.status == 200
     text = (await (await side.get("/metrics")).read()).decode()
     assert len(text) < before + 20_000, f"/metrics grew by {len(text) - before} bytes"
     assert not any(p in text for p in planted)
     assert 'namespace="other"' in text and 'kind="other"' in text
-    await post(client, "/mutate", review(manifest("job-rack.yaml")))
+    await through_both(client, manifest("job-rack.yaml"))
     text = (await (await side.get("/metrics")).read()).decode()
     assert 'cluster_queue="tas-cluster-queue"' in text and 'namespace="default"' in text
 

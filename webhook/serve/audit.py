@@ -14,14 +14,23 @@ import orjson
 from webhook.decide.messages import request_summary
 from webhook.decide.policy import DEFAULT_GPU_RESOURCES
 from webhook.decide.review import Outcome
+from webhook.model.workloads.base import metadata
 from webhook.wire.admission import AdmissionRequest
 
 SCHEMA = "tasgate.io/audit/v1"
+MAX_UID_CHARS = 128  # a Kubernetes UID is 36; anything longer is not one, and is cut
 
 
 def audit_record(
-    req: AdmissionRequest, outcome: Outcome, endpoint: str, latency_us: int, generation: int | None
+    req: AdmissionRequest,
+    outcome: Outcome,
+    endpoint: str,
+    latency_us: int,
+    generation: int | None,
+    final: bool,
 ) -> dict[str, Any]:
+    """One review's record. ``final`` marks the call that is the API request's verdict (a request
+    passes /mutate and /validate; count ``final`` lines to count decisions, as the metrics do)."""
     d = outcome.decision
     pod_sets = []
     for v in d.pod_sets if d else ():
@@ -45,6 +54,7 @@ def audit_record(
         "schema": SCHEMA,
         "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "uid": req.uid,
+        "objectUID": object_uid(req),
         "endpoint": endpoint,
         "operation": req.operation,
         "user": req.user,
@@ -52,6 +62,7 @@ def audit_record(
         "namespace": req.namespace,
         "name": req.name or (d.name if d else ""),
         "dryRun": req.dry_run,
+        "final": final,
         "allowed": outcome.allowed,
         "decision": "allow" if outcome.allowed else "deny",
         "reason": outcome.reason,
@@ -64,6 +75,19 @@ def audit_record(
         "generation": generation,
         "latencyMicros": latency_us,
     }
+
+
+def object_uid(req: AdmissionRequest) -> str | None:
+    """The workload's own UID, what Kueue's Workload carries as ``kueue.x-k8s.io/job-uid``.
+
+    The API server assigns it after the mutating webhooks: a CREATE has none at /mutate and has
+    it at /validate (and on dry runs, though nothing is stored). None when absent or not a string.
+    """
+    for obj in (req.obj, req.old_obj):
+        uid = metadata(obj).get("uid") if obj is not None else None
+        if isinstance(uid, str) and uid:
+            return uid[:MAX_UID_CHARS]
+    return None
 
 
 def line_writer(stream: TextIO) -> Callable[[dict[str, Any]], None]:

@@ -43,6 +43,7 @@ from webhook.serve.keys import (
     Settings,
     main_app,
 )
+from webhook.serve.metrics import RequestLabels
 from webhook.state.cluster import ClusterState
 from webhook.wire.admission import AdmissionRequest, MalformedReview, parse_review, parse_timeout
 from webhook.wire.admission import review_response as respond
@@ -213,22 +214,23 @@ def _record(
 ) -> None:
     d = outcome.decision
     state = app[STATE].current
-    app[AUDIT](audit_record(req, outcome, endpoint, latency_us, state.generation if state else None))
-    m = app[METRICS]
-    m.decision_seconds.labels(endpoint).observe(latency_us / 1e6)
-    endpoint_, operation, kind, cluster_queue, local_queue, namespace = request_labels(
-        state, endpoint, req, d.cluster_queue if d else None, d.queue if d else None
+    final = is_final(endpoint, outcome.allowed)
+    app[AUDIT](audit_record(req, outcome, endpoint, latency_us, state.generation if state else None, final))
+    labels = request_labels(state, endpoint, req, d.cluster_queue if d else None, d.queue if d else None)
+    app[METRICS].count_review(
+        labels, outcome.allowed, outcome.reason.value, req.dry_run, final, latency_us / 1e6
     )
-    m.requests.labels(
-        endpoint=endpoint_,
-        operation=operation,
-        kind=kind,
-        decision="allow" if outcome.allowed else "deny",
-        reason=outcome.reason.value,
-        cluster_queue=cluster_queue,
-        local_queue=local_queue,
-        namespace=namespace,
-    ).inc()
+
+
+def is_final(endpoint: str, allowed: bool) -> bool:
+    """Whether this call is the API request's verdict, so each request counts as one decision.
+
+    The shipped webhooks send every request to /mutate, then (after all mutating webhooks, on
+    the stored form with its UID) to /validate: the validate call has the last word. A /mutate
+    denial ends the request there (validate never sees it), so it is the verdict itself. A
+    /mutate allow is not: validate follows, or the request was refused by someone else.
+    """
+    return endpoint == "validate" or not allowed
 
 
 OTHER = "other"  # the label value of anything not in a bounded set
@@ -243,7 +245,7 @@ def request_labels(
     req: AdmissionRequest,
     cluster_queue: str | None,
     queue: str | None,
-) -> tuple[str, str, str, str, str, str]:
+) -> RequestLabels:
     """endpoint, operation, kind, cluster_queue, local_queue, namespace: every value from a bounded set.
 
     A request carries whatever its sender wrote; only names the cluster state holds (or fixed
@@ -252,13 +254,13 @@ def request_labels(
     namespaces = state.namespaces if state else {}
     cq = cluster_queue if cluster_queue and state and cluster_queue in state.cluster_queues else None
     lq = queue if queue and state and (req.namespace, queue) in state.local_queues else None
-    return (
-        endpoint if endpoint in ENDPOINTS else OTHER,
-        req.operation if req.operation in OPERATIONS else OTHER,
-        req.kind if req.kind in KINDS else OTHER,
-        "" if not cluster_queue else cq or OTHER,
-        "" if not queue else lq or OTHER,
-        req.namespace if req.namespace in namespaces else OTHER,
+    return RequestLabels(
+        endpoint=endpoint if endpoint in ENDPOINTS else OTHER,
+        operation=req.operation if req.operation in OPERATIONS else OTHER,
+        kind=req.kind if req.kind in KINDS else OTHER,
+        cluster_queue="" if not cluster_queue else cq or OTHER,
+        local_queue="" if not queue else lq or OTHER,
+        namespace=req.namespace if req.namespace in namespaces else OTHER,
     )
 
 

@@ -1,17 +1,18 @@
-"""Prometheus metrics, labelled to join with Kueue's (`cluster_queue`, `local_queue`, `namespace`).
+"""Prometheus metrics, labelled to join with Kueue's: `cluster_queue`, and a LocalQueue as `name` +
+`namespace` (Kueue's kueue_local_queue_* metrics).
 
 Every label value comes from a bounded set (``handlers.request_labels``): names the cluster
 state holds, the known workload kinds, fixed endpoints and operations, else "other".
 
-Request metrics are updated per review; topology gauges are computed on scrape from the
-current cluster state, once per state generation.
+Request metrics are updated per review, decisions once per API request (``count_review``);
+topology gauges are computed on scrape from the current cluster state, once per state generation.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -25,22 +26,48 @@ from webhook.state.cluster import ClusterState
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
+DECISION_LABELS = ("operation", "kind", "decision", "reason")
+
+
+class RequestLabels(NamedTuple):
+    """The label values of one review, each from a bounded set (built by ``handlers.request_labels``)."""
+
+    endpoint: str
+    operation: str
+    kind: str
+    cluster_queue: str
+    local_queue: str
+    namespace: str
+
+
 class Metrics:
     def __init__(self, state: Callable[[], tuple[ClusterState | None, float | None]]) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "tasgate_admission_requests",
-            "Admission reviews answered, by endpoint, operation, kind and decision.",
-            [
-                "endpoint",
-                "operation",
-                "kind",
-                "decision",
-                "reason",
-                "cluster_queue",
-                "local_queue",
-                "namespace",
-            ],
+            "Webhook calls answered, per endpoint. One API request passes /mutate and /validate: "
+            "count decisions with tasgate_admission_decisions_total, not this.",
+            ["endpoint", *DECISION_LABELS, "dry_run"],
+            registry=self.registry,
+        )
+        self.decisions = Counter(
+            "tasgate_admission_decisions",
+            "Admission decisions, one per API request whatever the endpoints it passed; dry runs "
+            "excluded (tasgate_dry_run_decisions_total). Per ClusterQueue, as Kueue's cluster_queue label.",
+            [*DECISION_LABELS, "cluster_queue"],
+            registry=self.registry,
+        )
+        self.local_queue_decisions = Counter(
+            "tasgate_local_queue_admission_decisions",
+            "The same decisions per LocalQueue: name and namespace, as Kueue's kueue_local_queue_* "
+            "metrics (name is empty when the workload names no queue).",
+            ["name", "namespace", *DECISION_LABELS],
+            registry=self.registry,
+        )
+        self.dry_run_decisions = Counter(
+            "tasgate_dry_run_decisions",
+            "Decisions on dry-run requests (kubectl --dry-run=server): judged, nothing admitted.",
+            [*DECISION_LABELS, "cluster_queue"],
             registry=self.registry,
         )
         self.decision_seconds = Histogram(
@@ -87,6 +114,23 @@ class Metrics:
         )
         self.info.labels(scorer.IMPLEMENTATION).set(1)
         self.registry.register(_TopologyCollector(state))
+
+    def count_review(
+        self, labels: RequestLabels, allowed: bool, reason: str, dry_run: bool, final: bool, seconds: float
+    ) -> None:
+        """One webhook call: its latency and request count per endpoint; the decision once, on the
+        call that is the request's final verdict (``final``), as an admission or a dry run."""
+        decision = "allow" if allowed else "deny"
+        verdict = (labels.operation, labels.kind, decision, reason)
+        self.decision_seconds.labels(labels.endpoint).observe(seconds)
+        self.requests.labels(labels.endpoint, *verdict, "true" if dry_run else "false").inc()
+        if not final:
+            return
+        if dry_run:
+            self.dry_run_decisions.labels(*verdict, labels.cluster_queue).inc()
+            return
+        self.decisions.labels(*verdict, labels.cluster_queue).inc()
+        self.local_queue_decisions.labels(labels.local_queue, labels.namespace, *verdict).inc()
 
     def timed(self, engine: Engine) -> Engine:
         """Wrap an engine so every placement is observed in the scorer histogram."""
