@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The topology-picture test renders in headless Chromium: installed from Debian when missing (fails loudly if it cannot).
+test: $(STAMP) chromium
 	$(PY) -m pytest -q
+
+.PHONY: chromium
+chromium:
+	bash tests/tools/ensure-chromium.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check scorer webhook tests bench e2e

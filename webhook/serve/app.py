@@ -27,7 +27,7 @@ from webhook.live import podgroups, watch
 from webhook.live.api import api_client
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
-from webhook.serve import handlers
+from webhook.serve import handlers, topology
 from webhook.serve.keys import (
     API,
     AUDIT,
@@ -41,6 +41,7 @@ from webhook.serve.keys import (
     RUNTIME,
     SETTINGS,
     STATE,
+    WAITING,
     AuditSink,
     PolicyState,
     Runtime,
@@ -49,6 +50,7 @@ from webhook.serve.keys import (
 )
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
+from webhook.serve.waiting import RecentWaiting
 from webhook.state.cluster import build_state
 
 log = logging.getLogger("tasgate")
@@ -60,7 +62,8 @@ def create_app(
     app = web.Application(client_max_size=settings.max_body_bytes)
     holder = StateHolder(source="live" if source.live else source.label)
     app[SETTINGS], app[STATE], app[AUDIT] = settings, holder, audit
-    app[METRICS] = Metrics(lambda: (holder.current, holder.age()))
+    app[METRICS] = Metrics(lambda: (holder.current, holder.age()), lambda: app[POLICY].current)
+    app[WAITING] = RecentWaiting()
     engine = app[METRICS].timed(scorer.default_engine())  # passed to every state built
     if source.objects is not None:
         holder.publish(build_state(source.objects, 1, engine))
@@ -84,7 +87,7 @@ def create_app(
 
 
 def create_metrics_app(app: web.Application) -> web.Application:
-    """The plain-HTTP side listener: /metrics, and /healthz and /readyz of ``app`` for convenience.
+    """The plain-HTTP side listener: /metrics, /topology, and /healthz and /readyz of ``app``.
 
     A separate port so the NetworkPolicy can open the webhook port to the API server (from
     anywhere) and this one to the scraper's namespace only; it reads ``app``'s state, owns none.
@@ -92,6 +95,9 @@ def create_metrics_app(app: web.Application) -> web.Application:
     side = web.Application(client_max_size=1024)
     side[MAIN] = app
     side.router.add_get("/metrics", handlers.metrics)
+    side.router.add_get(
+        "/topology", topology.TopologyPage().handle
+    )  # the cluster's layout: the scraper's port only
     side.router.add_get("/healthz", handlers.healthz)
     side.router.add_get("/readyz", handlers.readyz)
     return side
