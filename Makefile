@@ -43,7 +43,7 @@ bench-live: $(STAMP)
 binaries:
 	bash e2e/build-binaries.sh
 
-e2e: $(STAMP) binaries
+e2e: $(STAMP) binaries chromium
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
 # Opt-in, not in CI: kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler

@@ -10,15 +10,14 @@ missing browser fails this test, it never skips.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.webhook.chromium import box_rect, domain_group, render, rgb
 from tests.webhook.conftest import MANIFESTS, tasgate
-from tests.webhook.pngread import Image, read_png
+from tests.webhook.pngread import Image
 from webhook.files import sample
 from webhook.present.html import FREE, LANDING, LEVEL_FILLS
 from webhook.present.layout import PAD
@@ -26,45 +25,12 @@ from webhook.present.layout import PAD
 MIN_AREA = 300  # a box's fill, minus its text, is far larger; a glyph's hole is far smaller
 
 
-def chromium() -> str:
-    found = shutil.which(os.environ.get("TASGATE_CHROMIUM", "chromium"))
-    if found is None:
-        pytest.fail("headless Chromium is missing: run tests/tools/ensure-chromium.sh (make test does)")
-    return found
-
-
-def browser(*args: str) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--force-device-scale-factor=1",
-    ]
-    done = subprocess.run(
-        [chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
-
-
-def rgb(colour: str) -> tuple[int, int, int]:
-    value = int(colour.lstrip("#"), 16)
-    return value >> 16, (value >> 8) & 0xFF, value & 0xFF
-
-
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Image, str]:
-    out = tmp_path_factory.mktemp("picture")
     run = tasgate("map", "-o", "html", "-f", str(MANIFESTS / "pytorchjob-waits.yaml"))
     assert run.code == 0, run.err
-    page = out / "topology.html"
-    page.write_text(run.out)
-    width, height = (int(v) for v in re.search(r'<svg [^>]*width="(\d+)" height="(\d+)"', run.out).groups())  # type: ignore[union-attr]
-    shot = out / "topology.png"
-    browser(f"--window-size={width},{height + 40}", f"--screenshot={shot}", page.as_uri())
-    dom = browser("--dump-dom", page.as_uri()).stdout
-    return read_png(shot.read_bytes()), dom
+    out: Path = tmp_path_factory.mktemp("picture")
+    return render(run.out, out)
 
 
 def sample_free_gpus(block: int) -> int:
@@ -74,19 +40,6 @@ def sample_free_gpus(block: int) -> int:
         hosts = [f"b{block}-r{r}-h{h}" for h in range(1, sample.HOSTS + 1)]
         free += sum(sample.GPUS - sample.BUSY.get((block, r), 0) for h in hosts if h not in away)
     return free
-
-
-def domain_group(dom: str, domain: str) -> str:
-    found = re.search(rf'<g class="domain"[^>]*data-domain="{re.escape(domain)}".*?</g>', dom, re.S)
-    assert found, f"no box for {domain} in the DOM"
-    return found.group(0)
-
-
-def box_rect(group: str) -> tuple[int, int, int, int]:
-    found = re.search(r'<rect class="box" x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"', group)
-    assert found
-    x, y, w, h = (int(v) for v in found.groups())
-    return x, y, w, h
 
 
 def test_one_filled_box_per_domain_of_each_level(rendered: tuple[Image, str]) -> None:
