@@ -118,7 +118,10 @@ def flavor_figures(
     gpu_resources: Sequence[str],
     shapes: Sequence[GangShape],
     per_domain: bool = False,
+    hosts: bool = True,
 ) -> FlavorFigures:
+    """``per_domain``: each domain's fits too (one engine run per domain and pod size);
+    ``hosts``: a hostname level's domains too (the picture draws them, /metrics has no use)."""
     now, never = cluster.now, cluster.never
     present = [r for r in gpu_resources if _has(never.tree, r)]
     accelerator = present[0] if present else ""
@@ -135,7 +138,7 @@ def flavor_figures(
     note = ""
     if counting and never.tree.level_offsets[-2] > MAX_DOMAIN_RUNS:
         counting, note = False, f"per-domain fits left out: more than {MAX_DOMAIN_RUNS} domains"
-    domains = _domain_figures(now, never, present, shapes if counting else (), accelerator)
+    domains = _domain_figures(now, never, present, shapes if counting else (), accelerator, hosts)
     return FlavorFigures(
         cluster.topology_name,
         flavor,
@@ -173,7 +176,12 @@ def _shape_run(view: View, accelerator: str, shape: GangShape) -> Sequence[Level
 
 
 def _domain_figures(
-    now: View, never: View, resources: Sequence[str], shapes: Sequence[GangShape], accelerator: str
+    now: View,
+    never: View,
+    resources: Sequence[str],
+    shapes: Sequence[GangShape],
+    accelerator: str,
+    hosts: bool,
 ) -> tuple[DomainFigure, ...]:
     totals = domain_sums(never.tree, never.tree.capacity, resources)
     capacity_now = domain_sums(now.tree, now.tree.capacity, resources)
@@ -182,17 +190,16 @@ def _domain_figures(
     requests = [shape_request(now, accelerator, s) for s in shapes]
     out = []
     tree = never.tree
+    host_level = len(tree.levels) - 1 if tree.hostname_leaves else -1
     for level, name in enumerate(tree.levels):
+        if level == host_level and not hosts:
+            continue
         for d in range(tree.level_offsets[level], tree.level_offsets[level + 1]):
             path = tree.paths[d]
             total, cap, free = totals[path], capacity_now.get(path, 0), free_now.get(path, 0)
             d_now = index_now.get(path)
             counts: tuple[ShapeCount, ...] = ()
-            if (
-                requests
-                and d_now is not None
-                and not (tree.hostname_leaves and level == len(tree.levels) - 1)
-            ):
+            if requests and d_now is not None and level != host_level:
                 counts = _domain_counts(now, d_now, level, requests, shapes)
             out.append(DomainFigure(name, path, total, free, max(cap - free, 0), total - cap, counts))
     return tuple(out)
@@ -230,13 +237,19 @@ def _leaf_range(tree: Tree, domain: int) -> tuple[int, int]:
 
 
 def domain_sums(tree: Tree, amounts: array[int], resources: Sequence[str]) -> dict[tuple[str, ...], int]:
-    """Per domain path, the named resources summed over its leaves (negatives, overcommit, as 0)."""
+    """Per domain path, the named resources summed over its leaves (negatives, overcommit, as 0).
+
+    Leaves first, then rolled up child to parent: domains are indexed level by level, so every
+    child comes after its parent and one backward pass adds each into its parent.
+    """
     cols = [c for c in (tree.resource_column(r) for r in resources) if c >= 0]
-    width = len(tree.resources)
-    sums: dict[tuple[str, ...], int] = {}
+    width, leaf0 = len(tree.resources), tree.leaf_offset
+    sums = [0] * len(tree.paths)
     for leaf in range(tree.n_leaves):
-        amount = sum(max(amounts[leaf * width + c], 0) for c in cols)
-        path = tree.leaf_path(leaf)
-        for depth in range(1, len(path) + 1):
-            sums[path[:depth]] = sums.get(path[:depth], 0) + amount
-    return sums
+        base = leaf * width
+        sums[leaf0 + leaf] = sum(max(amounts[base + c], 0) for c in cols)
+    parent = tree.parent
+    for d in range(len(sums) - 1, -1, -1):
+        if parent[d] >= 0:
+            sums[parent[d]] += sums[d]
+    return dict(zip(tree.paths, sums, strict=True))
