@@ -138,6 +138,9 @@ def test_a_flavor_without_accelerators_has_no_shape_figures() -> None:
     ]
     (f,) = cluster_figures(build_state(objects), Policy(name="t"), per_domain=True)
     assert f.accelerator == "" and f.shapes == ()
+    assert f.notes == (
+        "no gang-shape figures: no node of this flavor has " + " or ".join(Policy("t").gpu_resources),
+    )
     assert all((d.total, d.free) == (0, 0) for d in f.domains)
 
 
@@ -163,7 +166,7 @@ def test_overcommitted_hosts_count_as_zero_free() -> None:
 def test_per_domain_runs_are_bounded(monkeypatch: pytest.MonkeyPatch, sample_state: ClusterState) -> None:
     monkeypatch.setattr(fragmentation, "MAX_DOMAIN_RUNS", 4)
     f = figures_of(sample_state)
-    assert "per-domain fits left out" in f.per_domain_note
+    assert f.notes == ("per-domain fits left out: more than 4 domains",)
     assert all(d.shapes == () for d in f.domains)
     assert f.shapes, "the per-level figures stay"
     assert MAX_DOMAIN_RUNS >= 512
@@ -226,7 +229,7 @@ def test_flavor_figures_of_an_empty_now_view() -> None:
     flavor = state.flavors["gpu"]
     cluster = state.flavor_snapshot(flavor, state.topologies[flavor.topology_name or ""])
     f = flavor_figures(cluster, flavor.name, ("nvidia.com/gpu",), SHAPES, per_domain=True)
-    assert f.shapes == ()
+    assert f.shapes == () and f.notes == ("no gang fits: no node of this flavor is Ready and uncordoned now",)
     assert all((d.free, d.unavailable) == (0, d.total) for d in f.domains)
 
 

@@ -59,3 +59,31 @@ def test_unreadable_input_and_bad_policy_exit_2(tmp_path: Path) -> None:
     )
     run = tasgate("map", "--policy", str(bad))
     assert run.code == 2 and "spec.gangShapes[0]" in run.err and "Traceback" not in run.err
+
+
+def test_waiting_gangs_are_numbered_once_and_one_judged_without_a_flavor_is_listed(tmp_path: Path) -> None:
+    """A queue-less Job is judged on the policy's default topology (every node, no flavor): listed,
+    with its figures, but not drawn into a flavor's boxes."""
+    queued = (MANIFESTS / "pytorchjob-waits.yaml").read_text()
+    no_queue = (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: no-queue, namespace: default}\n"
+        "spec:\n  parallelism: 15\n  completions: 15\n  suspend: true\n  template:\n"
+        "    metadata:\n      annotations:\n"
+        "        kueue.x-k8s.io/podset-required-topology: cloud.provider.com/topology-block\n"
+        "    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: x, resources: "
+        '{requests: {nvidia.com/gpu: "8"}, limits: {nvidia.com/gpu: "8"}}}]\n'
+    )
+    (tmp_path / "both.yaml").write_text(queued + "\n---\n" + no_queue + "---\n" + queued)
+    run = tasgate("map", "-f", str(tmp_path / "both.yaml"))
+    assert run.code == 0, run.err
+    waiting = [line for line in run.out.splitlines() if line.startswith("waiting ")]
+    assert [w.split()[1:4] for w in waiting] == [
+        ["W1", "Job", "default/no-queue"],
+        ["W2", "PyTorchJob", "default/llama-finetune"],
+    ], "a workload given twice is one gang, the last given"
+    assert "not drawn (judged without a TAS flavor)" in waiting[0]
+    assert "lands in b1 once capacity frees" in waiting[1]
+    html = tasgate("map", "-o", "html", "-f", str(tmp_path / "both.yaml")).out
+    tags = re.findall(r'<text class="tag"[^>]*>([^<]*)</text>', html)
+    assert tags == ["W2"], "only the flavor's gang is drawn, once"
+    assert "<td>W1</td>" in html and "<td>W2</td>" in html

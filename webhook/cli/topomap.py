@@ -38,5 +38,11 @@ def run(
 
 
 def _waiting(results: Sequence[check.Result], policy: Policy) -> list[WaitingGang]:
-    found = [waiting_gang(r.decision, policy.gpu_resources) for r in results if r.decision is not None]
-    return [g for g in found if g is not None]
+    """One gang per workload: a workload given twice is the last one given (as the server keeps it)."""
+    found: dict[tuple[str, str, str], WaitingGang] = {}
+    for r in results:
+        gang = waiting_gang(r.decision, policy.gpu_resources) if r.decision is not None else None
+        if gang is not None:
+            found.pop(gang.key, None)
+            found[gang.key] = gang
+    return list(found.values())

@@ -83,7 +83,7 @@ class FlavorFigures:
     accelerator: str
     domains: tuple[DomainFigure, ...]
     shapes: tuple[ShapeFigure, ...]
-    per_domain_note: str = ""  # why per-domain fits are missing, when they were asked for
+    notes: tuple[str, ...] = ()  # why figures are missing: no accelerators, no node up, too many domains
 
     def at_level(self, level: str) -> tuple[DomainFigure, ...]:
         return tuple(d for d in self.domains if d.level == level)
@@ -135,9 +135,14 @@ def flavor_figures(
         for row in levels
     )
     counting = per_domain and runnable
-    note = ""
+    notes = []
+    if not accelerator:
+        notes.append(f"no gang-shape figures: no node of this flavor has {' or '.join(gpu_resources)}")
+    elif not runnable:
+        notes.append("no gang fits: no node of this flavor is Ready and uncordoned now")
     if counting and never.tree.level_offsets[-2] > MAX_DOMAIN_RUNS:
-        counting, note = False, f"per-domain fits left out: more than {MAX_DOMAIN_RUNS} domains"
+        counting = False
+        notes.append(f"per-domain fits left out: more than {MAX_DOMAIN_RUNS} domains")
     domains = _domain_figures(now, never, present, shapes if counting else (), accelerator, hosts)
     return FlavorFigures(
         cluster.topology_name,
@@ -147,7 +152,7 @@ def flavor_figures(
         accelerator,
         domains,
         shape_figures,
-        note,
+        tuple(notes),
     )
 
 

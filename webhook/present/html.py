@@ -14,7 +14,7 @@ from html import escape
 
 from webhook.decide.fragmentation import FlavorFigures
 from webhook.decide.waiting import WaitingGang
-from webhook.present.landing import landing_domains, waiting_for
+from webhook.present.landing import flavor_of, landing_domains, landing_text, numbered, waiting_for
 from webhook.present.layout import BAR, LINE, PAD, Box, Layout, layout
 
 LEVEL_FILLS = ("#dbe8f5", "#e4f1d9", "#fdf0d5", "#efe3f6", "#e0f3f1", "#f6e1e1")
@@ -39,7 +39,7 @@ def render_html(figures: Sequence[FlavorFigures], waiting: Sequence[WaitingGang]
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
     ]
-    numbers = {gang.key: i + 1 for i, gang in enumerate(waiting)}
+    numbers = numbered(waiting)
     for flavor in figures:
         parts.append(_svg(flavor, layout(flavor), waiting_for(waiting, flavor), numbers))
     parts.append("<section>")
@@ -63,12 +63,14 @@ def _svg(
     for gang in waiting:
         for ps in gang.pod_sets:
             for path in landing_domains(ps, figures, drawn.drawn_levels):
-                tags.setdefault(path, []).append(numbers[gang.key])
+                marks = tags.setdefault(path, [])
+                if numbers[gang.key] not in marks:
+                    marks.append(numbers[gang.key])
     head = (
         f"topology {figures.topology} · flavor {figures.flavor} · free/total "
         f"{figures.accelerator or 'accelerators (none here)'}"
         + (f" · {drawn.note}" if drawn.note else "")
-        + (f" · {figures.per_domain_note}" if figures.per_domain_note else "")
+        + "".join(f" · {note}" for note in figures.notes)
     )
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{drawn.width}" height="{drawn.height}" '
@@ -159,17 +161,16 @@ def _waiting_table(
         return "<h3>Waiting gangs</h3><p>None.</p>"
     rows = []
     for gang in waiting:
-        flavor = next((f for f in figures if gang in waiting_for([gang], f)), None)
+        flavor = flavor_of(gang, figures)
         for ps in gang.pod_sets:
             best = ",".join(ps.best_now or ()) or "none"
-            lands = sorted(",".join(p) for p in landing_domains(ps, flavor, flavor.levels)) if flavor else []
             cells = (
                 f"W{numbers[gang.key]}",
                 f"{escape(gang.kind)} {escape(gang.namespace)}/{escape(gang.name)}",
                 escape(ps.name),
                 f"{ps.count} x {ps.gpus_per_pod} GPU, {escape(ps.mode)} {escape(ps.level or 'any level')}",
                 f"{escape(best)}: {ps.pods_now} of {ps.count} pods",
-                escape(" ".join(lands) or "unknown"),
+                escape(landing_text(ps, flavor)),
                 escape(gang.flavor),
             )
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -14,6 +14,26 @@ def waiting_for(waiting: Sequence[WaitingGang], figures: FlavorFigures) -> list[
     return [g for g in waiting if g.flavor == figures.flavor and g.topology == figures.topology]
 
 
+def flavor_of(gang: WaitingGang, figures: Sequence[FlavorFigures]) -> FlavorFigures | None:
+    """The figures of the flavor a gang was judged on (None: a policy default topology, or gone)."""
+    return next((f for f in figures if waiting_for([gang], f)), None)
+
+
+def numbered(waiting: Sequence[WaitingGang]) -> dict[tuple[str, str, str], int]:
+    """W1, W2, …: one number per workload, in list order, the same in the text and the picture."""
+    numbers: dict[tuple[str, str, str], int] = {}
+    for gang in waiting:
+        numbers.setdefault(gang.key, len(numbers) + 1)
+    return numbers
+
+
+def landing_text(ps: WaitingPodSet, figures: FlavorFigures | None) -> str:
+    """Where the PodSet lands once capacity frees, as domain IDs."""
+    if figures is None:
+        return "a domain not drawn (judged without a TAS flavor)"
+    return " ".join(sorted(",".join(p) for p in landing_domains(ps, figures, figures.levels))) or "unknown"
+
+
 def landing_domains(
     ps: WaitingPodSet, figures: FlavorFigures, drawn_levels: Sequence[str]
 ) -> set[tuple[str, ...]]:

@@ -1,5 +1,5 @@
 """`tasgate map`'s text: per flavor, the shapes that fit now, then the domains as a compact tree
-(free/total accelerators, and each shape's fits per domain), then the waiting gangs."""
+(free/total accelerators, and each shape's fits per domain); then the waiting gangs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from webhook.decide.fragmentation import DomainFigure, FlavorFigures
 from webhook.decide.waiting import WaitingGang
-from webhook.present.landing import landing_domains, waiting_for
+from webhook.present.landing import flavor_of, landing_text, numbered
 
 
 def render_text(figures: Sequence[FlavorFigures], waiting: Sequence[WaitingGang]) -> str:
@@ -15,11 +15,20 @@ def render_text(figures: Sequence[FlavorFigures], waiting: Sequence[WaitingGang]
         return "no TAS flavor with a Topology in this cluster state\n"
     out: list[str] = []
     for flavor in figures:
-        out += _flavor(flavor, waiting_for(waiting, flavor))
+        out += _flavor(flavor)
+    numbers = numbered(waiting)
+    for gang in waiting:
+        for ps in gang.pod_sets:
+            out.append(
+                f"waiting W{numbers[gang.key]} {gang.kind} {gang.namespace}/{gang.name} {ps.name}: "
+                f"{ps.count} x {ps.gpus_per_pod} GPU {ps.mode} {ps.level or 'any level'}; closest now "
+                f"{','.join(ps.best_now or ()) or 'none'} ({ps.pods_now} of {ps.count} pods); "
+                f"lands in {landing_text(ps, flavor_of(gang, figures))} once capacity frees"
+            )
     return "\n".join(out) + "\n"
 
 
-def _flavor(f: FlavorFigures, waiting: Sequence[WaitingGang]) -> list[str]:
+def _flavor(f: FlavorFigures) -> list[str]:
     lines = [f"topology {f.topology} · flavor {f.flavor} · {f.accelerator or 'no accelerators'} free/total"]
     if f.shapes:
         lines.append(f"  {'shape':<7}{'level':<36}{'best domain':<14}{'pods':>5}{'gangs':>6}{'domains':>8}")
@@ -28,8 +37,7 @@ def _flavor(f: FlavorFigures, waiting: Sequence[WaitingGang]) -> list[str]:
             lines.append(
                 f"  {s.shape.text:<7}{s.level:<36}{best:<14}{s.best_pods:>5}{s.best_gangs:>6}{s.domains:>8}"
             )
-    if f.per_domain_note:
-        lines.append(f"  ({f.per_domain_note})")
+    lines += [f"  ({note})" for note in f.notes]
     hosts: dict[tuple[str, ...], list[DomainFigure]] = {}
     for d in f.domains:
         if f.is_host_level(d.level) and len(f.levels) > 1:
@@ -41,15 +49,6 @@ def _flavor(f: FlavorFigures, waiting: Sequence[WaitingGang]) -> list[str]:
         if d.path in hosts:  # a domain's hosts on one line
             listed = ", ".join(_domain(h) for h in hosts[d.path])
             lines.append("  " + "  " * (len(d.path) + 1) + f"hosts: {listed}")
-    for i, gang in enumerate(waiting, 1):
-        for ps in gang.pod_sets:
-            lands = sorted(",".join(p) for p in landing_domains(ps, f, f.levels))
-            lines.append(
-                f"  waiting W{i} {gang.kind} {gang.namespace}/{gang.name} {ps.name}: {ps.count} x "
-                f"{ps.gpus_per_pod} GPU {ps.mode} {ps.level or 'any level'}; closest now "
-                f"{','.join(ps.best_now or ()) or 'none'} ({ps.pods_now} of {ps.count} pods); "
-                f"lands in {' '.join(lands) or 'unknown'} once capacity frees"
-            )
     return lines
 
 
