@@ -17,6 +17,7 @@ import pytest
 from e2e.controlplane import ControlPlane
 from tests.e2e.test_e2e import BLOCK, NS, Tasgate, apply, job, wait_for, world  # noqa: F401 (world: fixture)
 from tests.webhook.chromium import domain_group, render, rgb
+from tests.webhook.conftest import tasgate
 from webhook.present.html import LEVEL_FILLS
 
 pytestmark = pytest.mark.e2e
@@ -64,3 +65,13 @@ def test_live_topology_follows_the_watch(world: tuple[ControlPlane, Tasgate]) ->
         lambda: "b2 32/32" in side(tasgate, "/topology?format=text"),
         timeout=30,
     )
+
+
+def test_tasgate_map_reads_the_live_cluster(world: tuple[ControlPlane, Tasgate]) -> None:  # noqa: F811
+    """`tasgate map --kubeconfig`: the same kinds live mode watches, listed once, the same figures."""
+    cp, _ = world
+    run = tasgate("map", "--kubeconfig", str(cp.kubeconfig))
+    assert run.code == 0, run.err
+    assert "topology gpu · flavor gpu-flavor · nvidia.com/gpu free/total" in run.out
+    assert f"b1 {free_of('b1')}/32" in run.out
+    assert "hosts: b1-r1-h1 0/8, b1-r1-h2 0/8" in run.out

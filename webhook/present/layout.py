@@ -21,6 +21,7 @@ MIN_WIDTH = 92
 MAX_LABEL = 28  # longer names are cut in the box (the full name is its tooltip)
 MAX_BOXES = 2000  # beyond this the host level is left out of the picture
 TITLE = 28  # the flavor title above the outer boxes
+MAX_ROW = 2400  # widest row of sibling boxes, in pixels
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +94,15 @@ class _Grid:
     sizes: dict[tuple[str, ...], tuple[int, int]]
 
     def columns(self, kids: list[DomainFigure]) -> int:
-        """Hosts (childless boxes) in a near-square grid, other domains up to four abreast."""
-        if any(k.path in self.children for k in kids):
-            return min(len(kids), 4)
-        return max(1, math.ceil(math.sqrt(len(kids))))
+        """Hosts (childless boxes) in a near-square grid, other domains up to four abreast, and
+        no row wider than ``MAX_ROW`` pixels when its boxes allow."""
+        wanted = (
+            min(len(kids), 4)
+            if any(k.path in self.children for k in kids)
+            else math.ceil(math.sqrt(len(kids)))
+        )
+        fitting = MAX_ROW // (self.cell(kids)[0] + GAP)
+        return max(1, min(wanted, fitting))
 
     def cell(self, kids: list[DomainFigure]) -> tuple[int, int]:
         return max(self.sizes[k.path][0] for k in kids), max(self.sizes[k.path][1] for k in kids)
