@@ -48,12 +48,18 @@ def run(n: int, repeats: int) -> dict[str, Any]:
     cluster = Cluster.build("synthetic", LEVELS, synthetic_nodes(n))
 
     def scrape() -> object:
-        return flavor_figures(cluster, "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, hosts=False)
+        return flavor_figures(
+            cluster, "synthetic", "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, hosts=False
+        )
 
     def picture_figures() -> object:
-        return flavor_figures(cluster, "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, per_domain=True)
+        return flavor_figures(
+            cluster, "synthetic", "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, per_domain=True
+        )
 
-    figures = flavor_figures(cluster, "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, per_domain=True)
+    figures = flavor_figures(
+        cluster, "synthetic", "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, per_domain=True
+    )
     html = render_html([figures], [], "bench")
     return {
         "nodes": n,

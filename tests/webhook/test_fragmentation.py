@@ -228,7 +228,8 @@ def test_flavor_figures_of_an_empty_now_view() -> None:
     state = build_state(objects)
     flavor = state.flavors["gpu"]
     cluster = state.flavor_snapshot(flavor, state.topologies[flavor.topology_name or ""])
-    f = flavor_figures(cluster, flavor.name, ("nvidia.com/gpu",), SHAPES, per_domain=True)
+    f = flavor_figures(cluster, "topo", flavor.name, ("nvidia.com/gpu",), SHAPES, per_domain=True)
+    assert f.topology == "topo" and len(f.domains) == 3, "block, rack, host"
     assert f.shapes == () and f.notes == ("no gang fits: no node of this flavor is Ready and uncordoned now",)
     assert all((d.free, d.unavailable) == (0, d.total) for d in f.domains)
 
@@ -237,8 +238,8 @@ def test_without_hosts_the_other_levels_are_unchanged(sample_state: ClusterState
     """What /metrics asks for: no hostname-level domains, every other figure the same."""
     flavor = sample_state.flavors["tas-flavor"]
     cluster = sample_state.flavor_snapshot(flavor, sample_state.topologies["default"])
-    full = flavor_figures(cluster, flavor.name, ("nvidia.com/gpu",), SHAPES)
-    lean = flavor_figures(cluster, flavor.name, ("nvidia.com/gpu",), SHAPES, hosts=False)
+    full = flavor_figures(cluster, "default", flavor.name, ("nvidia.com/gpu",), SHAPES)
+    lean = flavor_figures(cluster, "default", flavor.name, ("nvidia.com/gpu",), SHAPES, hosts=False)
     assert lean.at_level(HOST) == () and len(full.at_level(HOST)) == 32
     assert lean.domains == tuple(d for d in full.domains if d.level != HOST)
     assert lean.shapes == full.shapes

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from scorer import Cluster, View, default_engine
-from scorer.model import LevelCapacity, Mode, PodSetRequest, Toleration, TopologyRequest
+from scorer.model import Mode, PodSetRequest, Toleration, TopologyRequest
 from scorer.tree import Tree
 from webhook.decide.policy import GangShape, Policy
 from webhook.state.cluster import ClusterState
@@ -99,7 +99,8 @@ def cluster_figures(
     out = []
     for flavor, topology in tas_flavors(state):
         cluster = state.flavor_snapshot(flavor, topology)
-        out.append(flavor_figures(cluster, flavor.name, policy.gpu_resources, policy.gang_shapes, per_domain))
+        gpus, shapes = policy.gpu_resources, policy.gang_shapes
+        out.append(flavor_figures(cluster, topology.name, flavor.name, gpus, shapes, per_domain))
     return tuple(out)
 
 
@@ -114,6 +115,7 @@ def tas_flavors(state: ClusterState) -> Iterator[tuple[Flavor, Topology]]:
 
 def flavor_figures(
     cluster: Cluster,
+    topology: str,
     flavor: str,
     gpu_resources: Sequence[str],
     shapes: Sequence[GangShape],
@@ -126,34 +128,39 @@ def flavor_figures(
     present = [r for r in gpu_resources if _has(never.tree, r)]
     accelerator = present[0] if present else ""
     runnable = accelerator != "" and now.tree.n_leaves > 0
-    runs = {s: _shape_run(now, accelerator, s) for s in shapes} if runnable else {}
-    shape_figures = tuple(
-        ShapeFigure(
-            row.level, shape, row.max_pods // shape.pods, row.max_pods, row.fitting_domains, row.best_domain
-        )
-        for shape, levels in runs.items()
-        for row in levels
-    )
-    counting = per_domain and runnable
     notes = []
     if not accelerator:
         notes.append(f"no gang-shape figures: no node of this flavor has {' or '.join(gpu_resources)}")
     elif not runnable:
         notes.append("no gang fits: no node of this flavor is Ready and uncordoned now")
+    counting = per_domain and runnable
     if counting and never.tree.level_offsets[-2] > MAX_DOMAIN_RUNS:
         counting = False
         notes.append(f"per-domain fits left out: more than {MAX_DOMAIN_RUNS} domains")
     domains = _domain_figures(now, never, present, shapes if counting else (), accelerator, hosts)
     return FlavorFigures(
-        cluster.topology_name,
+        topology,
         flavor,
         never.tree.levels,
         never.tree.hostname_leaves,
         accelerator,
         domains,
-        shape_figures,
+        _shape_figures(now, accelerator, shapes) if runnable else (),
         tuple(notes),
     )
+
+
+def _shape_figures(now: View, accelerator: str, shapes: Sequence[GangShape]) -> tuple[ShapeFigure, ...]:
+    """One engine run per shape; its per-level table is every level's figure."""
+    out = []
+    for shape in shapes:
+        (placement,) = now.place([shape_request(now, accelerator, shape)], default_engine())
+        for row in placement.levels:
+            gangs = row.max_pods // shape.pods
+            out.append(
+                ShapeFigure(row.level, shape, gangs, row.max_pods, row.fitting_domains, row.best_domain)
+            )
+    return tuple(out)
 
 
 def _has(tree: Tree, resource: str) -> bool:
@@ -173,11 +180,6 @@ def shape_request(view: View, accelerator: str, shape: GangShape) -> PodSetReque
         topology=TopologyRequest(Mode.REQUIRED, level=view.tree.levels[0]),
         tolerations=tolerations,
     )
-
-
-def _shape_run(view: View, accelerator: str, shape: GangShape) -> Sequence[LevelCapacity]:
-    (placement,) = view.place([shape_request(view, accelerator, shape)], default_engine())
-    return placement.levels
 
 
 def _domain_figures(

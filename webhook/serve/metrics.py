@@ -158,7 +158,7 @@ def _topology_families(state: ClusterState, policy: Policy | None) -> list[Gauge
             domains.add_metric([topology.name, flavor.name, name], count)
         for (level, resource), amount in _largest_free(tree, view.free).items():
             largest.add_metric([topology.name, flavor.name, tree.levels[level], resource], amount)
-        fragmentation.add(flavor_figures(cluster, flavor.name, gpus, shapes, hosts=False))
+        fragmentation.add(flavor_figures(cluster, topology.name, flavor.name, gpus, shapes, hosts=False))
     return [nodes, domains, largest, *fragmentation.families()]
 
 
