@@ -116,7 +116,8 @@ class _TopologyCollector(Collector):
     def __init__(self, state: StateReader, policy: Callable[[], Policy] | None) -> None:
         self._state = state
         self._policy = policy
-        self._cache: tuple[tuple[int, int], list[GaugeMetricFamily]] | None = None
+        # (generation, the policy object itself, families): held, so its id can never be reused
+        self._cache: tuple[int, Policy | None, list[GaugeMetricFamily]] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         current, age = self._state()
@@ -126,10 +127,10 @@ class _TopologyCollector(Collector):
         if current is None:
             return
         policy = self._policy() if self._policy is not None else None
-        key = (current.generation, id(policy))
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, _topology_families(current, policy))
-        yield from self._cache[1]
+        cached = self._cache
+        if cached is None or cached[0] != current.generation or cached[1] is not policy:
+            cached = self._cache = (current.generation, policy, _topology_families(current, policy))
+        yield from cached[2]
 
 
 def _topology_families(state: ClusterState, policy: Policy | None) -> list[GaugeMetricFamily]:

@@ -13,6 +13,7 @@ import asyncio
 from aiohttp import web
 
 from webhook.decide.fragmentation import cluster_figures
+from webhook.decide.policy import Policy
 from webhook.present.html import render_html
 from webhook.present.text import render_text
 from webhook.serve.keys import EXECUTOR, POLICY, STATE, WAITING, main_app
@@ -24,7 +25,7 @@ class TopologyPage:
     """The handler, with the one page it rendered last (the key says what it was rendered from)."""
 
     def __init__(self) -> None:
-        self._last: tuple[tuple[int, int, int, str], str] | None = None
+        self._last: tuple[tuple[int, Policy, int, str], str] | None = None  # policy held, not its id
 
     async def handle(self, request: web.Request) -> web.Response:
         app = main_app(request.app)
@@ -35,8 +36,8 @@ class TopologyPage:
         if state is None:
             return web.Response(status=503, text="cluster state not loaded yet")
         gangs = waiting.current()
-        key = (state.generation, id(policy), waiting.version, fmt)
-        if self._last is None or self._last[0] != key:
+        key = (state.generation, policy, waiting.version, fmt)
+        if self._last is None or not _same(self._last[0], key):
 
             def render() -> str:
                 figures = cluster_figures(state, policy, per_domain=True)
@@ -49,3 +50,8 @@ class TopologyPage:
             self._last = (key, body)
         content_type = "text/html" if fmt == "html" else "text/plain"
         return web.Response(text=self._last[1], content_type=content_type, charset="utf-8")
+
+
+def _same(a: tuple[int, Policy, int, str], b: tuple[int, Policy, int, str]) -> bool:
+    """The same state generation, policy object, waiting-list version and format."""
+    return a[0] == b[0] and a[1] is b[1] and a[2:] == b[2:]
