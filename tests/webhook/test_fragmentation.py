@@ -12,6 +12,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from e2e.kueue_scenario import FLAVOR, LEVELS, NODE_POOL, TOPOLOGY, queue_objects
 from e2e.nodes import node_manifest, ready_status
@@ -243,3 +245,38 @@ def test_without_hosts_the_other_levels_are_unchanged(sample_state: ClusterState
     assert lean.at_level(HOST) == () and len(full.at_level(HOST)) == 32
     assert lean.domains == tuple(d for d in full.domains if d.level != HOST)
     assert lean.shapes == full.shapes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    free=st.lists(st.integers(0, 8), min_size=1, max_size=24),
+    racks=st.integers(1, 4),
+    gpus_per_pod=st.sampled_from((1, 2, 3, 4, 8)),
+    pods=st.integers(1, 12),
+)
+def test_fits_are_whole_pods_per_node_summed_per_domain(
+    free: list[int], racks: int, gpus_per_pod: int, pods: int
+) -> None:
+    """The oracle Kueue's counting reduces to for a GPU-only pod: floor(free / request) per node,
+    summed per domain; whole gangs = that // pods; a free-GPU sum is what the gauge says."""
+    objects: list[dict[str, Any]] = [*kueue_objects()]
+    rack_of = {}
+    for i, f in enumerate(free):
+        rack = f"r{i % racks}"
+        rack_of[f"g{i}"] = rack
+        objects.append(node(f"g{i}", {**POOL_R1, "rack": rack}))
+        if f < 8:
+            objects.append(running_pod(f"busy-{i}", f"g{i}", 8 - f))
+    shape = GangShape(pods, gpus_per_pod)
+    f = figures_of(build_state(objects), (shape,))
+    per_rack: dict[str, tuple[int, int]] = {}
+    for i, amount in enumerate(free):
+        got = per_rack.get(rack_of[f"g{i}"], (0, 0))
+        per_rack[rack_of[f"g{i}"]] = (got[0] + amount, got[1] + amount // gpus_per_pod)
+    for d in f.at_level("rack"):
+        assert (d.free, d.shapes[0].pods) == per_rack[d.path[-1]]
+    best = shape_at(f, "rack", shape)
+    assert best.best_gangs == max(p for _, p in per_rack.values()) // pods
+    assert best.domains == sum(1 for _, p in per_rack.values() if p >= pods)
+    block = shape_at(f, "block", shape)
+    assert block.best_pods == sum(p for _, p in per_rack.values())
