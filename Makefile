@@ -17,11 +17,16 @@ $(STAMP): pyproject.toml setup.py $(wildcard scorer/*.pyx scorer/*.pxd)
 
 install: $(STAMP)
 
-# promtool and prometheus (Debian's prometheus package) check the monitoring overlay: installed
-# when missing, a loud failure when they cannot be (hack/ensure-promtool.sh).
-test: $(STAMP)
+# promtool and prometheus (Debian's prometheus package) check the monitoring overlay, and the
+# topology-picture test renders in headless Chromium: each installed from Debian when missing,
+# a loud failure when it cannot be (hack/ensure-promtool.sh, the chromium target).
+test: $(STAMP) chromium
 	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q
+
+.PHONY: chromium
+chromium:
+	bash tests/tools/ensure-chromium.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check scorer webhook tests bench e2e
@@ -46,7 +51,7 @@ bench-track: $(STAMP)
 binaries:
 	bash e2e/build-binaries.sh
 
-e2e: $(STAMP) binaries
+e2e: $(STAMP) binaries chromium
 	bash hack/ensure-promtool.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 

@@ -51,6 +51,17 @@ def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
             "webhook.state.cluster -> webhook.decide",
         ),
         ("webhook/model/workloads/lws.py", "from webhook.model.workloads import ray", "lws -> webhook.model"),
+        ("webhook/present/html.py", "import logging", "webhook.present.html -> logging"),
+        (
+            "webhook/present/text.py",
+            "from webhook.files import sample",
+            "webhook.present.text -> webhook.files",
+        ),
+        (
+            "webhook/decide/fragmentation.py",
+            "from webhook.present import text",
+            "webhook.decide.fragmentation -> webhook.present",
+        ),
     ],
 )
 def test_a_deliberate_violation_breaks_the_contract(

@@ -1,4 +1,4 @@
-"""The `tasgate` command line: check, test, status, serve, certs, sample-cluster."""
+"""The `tasgate` command line: check, map, test, status, serve, certs, sample-cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 import yaml
 
 from scorer import EngineError
-from webhook.cli import check, render, status, suite
+from webhook.cli import check, render, status, suite, topomap
 from webhook.cli.sources import state_for
 from webhook.decide.patch import apply_entries
 from webhook.decide.policy import PolicyError
@@ -78,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
         "unreadable input always exits 2",
     )  # fmt: skip
     chk.set_defaults(handler=_check)
+    topo = sub.add_parser("map", help="the topology: free accelerators per domain, gang fits, waiting gangs")
+    topo.add_argument(
+        "-f", "--filename", action="append", metavar="FILE",
+        help="workload manifest(s) whose must-wait verdicts are drawn as waiting gangs (repeatable)",
+    )  # fmt: skip
+    _state_arguments(topo)
+    topo.add_argument("-o", "--output", choices=("text", "html"), default="text")
+    topo.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
+    topo.set_defaults(handler=_map)
     tst = sub.add_parser("test", help="run policy test suites: manifests with their expected outcomes")
     tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
     tst.set_defaults(handler=suite.run)
@@ -131,6 +140,13 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(render.render(results))
     return check.exit_code(results, args.fail_on)
+
+
+def _map(args: argparse.Namespace) -> int:
+    policy = load_policy(args.policy)
+    state = state_for(args.state, args.kubeconfig, args.context)
+    source = args.kubeconfig or ", ".join(args.state or ["the sample cluster"])
+    return topomap.run(state, policy, args.filename, args.namespace, args.output, f"tasgate map · {source}")
 
 
 def _certs(args: argparse.Namespace) -> int:

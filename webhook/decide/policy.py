@@ -32,6 +32,7 @@ MODES = ("required", "preferred", "none")
 BACKENDS = ("coscheduling", "volcano", "none")
 TIGHTEST = "tightest"
 PARTIAL_START_AFTER = 300.0  # seconds some pods may run while the rest stay Pending (lifecycle)
+MAX_GANG_SHAPES = 16  # each shape is one placement per flavor per state generation
 
 
 class PolicyError(Exception):
@@ -119,6 +120,22 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class GangShape:
+    """A gang size operators plan capacity in (``pods`` x ``gpus_per_pod``): the fragmentation
+    figures say how many of these fit now, per level and flavor."""
+
+    pods: int
+    gpus_per_pod: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.pods}x{self.gpus_per_pod}"
+
+
+DEFAULT_GANG_SHAPES = (GangShape(8, 8), GangShape(32, 8))
+
+
+@dataclass(frozen=True)
 class DefaultTopology:
     name: str = ""
     levels: tuple[str, ...] = ()
@@ -133,6 +150,7 @@ class Policy:
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
     kueue_users: tuple[str, ...] = KUEUE_USERS
     partial_start_after: float = PARTIAL_START_AFTER  # spec.partialStartAfter, in seconds
+    gang_shapes: tuple[GangShape, ...] = DEFAULT_GANG_SHAPES
 
     def rule_for(self, subject: Subject) -> Rule | None:
         """The first rule that matches."""
@@ -153,7 +171,15 @@ def parse_policy(text: str, source: str) -> Policy:
     spec = _map(doc.get("spec", {}), f"{source}: spec")
     _only(
         spec,
-        ("exemptNamespaces", "defaultTopology", "gpuResources", "kueueUsers", "partialStartAfter", "rules"),
+        (
+            "exemptNamespaces",
+            "defaultTopology",
+            "gpuResources",
+            "kueueUsers",
+            "partialStartAfter",
+            "gangShapes",
+            "rules",
+        ),
         f"{source}: spec",
     )
     rules = [
@@ -171,6 +197,7 @@ def parse_policy(text: str, source: str) -> Policy:
         ),
         kueue_users=_strs(spec.get("kueueUsers", list(KUEUE_USERS)), f"{source}: spec.kueueUsers"),
         partial_start_after=_duration(spec, "partialStartAfter", PARTIAL_START_AFTER, f"{source}: spec"),
+        gang_shapes=_gang_shapes(spec.get("gangShapes"), f"{source}: spec.gangShapes"),
     )
 
 
@@ -181,6 +208,20 @@ def _duration(spec: Mapping[str, Any], name: str, default: float, where: str) ->
         return parse_duration(spec[name])
     except ValueError as exc:
         raise PolicyError(f"{where}.{name}: {exc}") from None
+
+
+def _gang_shapes(raw: object, where: str) -> tuple[GangShape, ...]:
+    if raw is None:
+        return DEFAULT_GANG_SHAPES
+    shapes = []
+    for i, item in enumerate(_seq(raw, where)):
+        m = _map(item, f"{where}[{i}]")
+        _only(m, ("pods", "gpusPerPod"), f"{where}[{i}]")
+        pods, gpus = (_positive(m.get(k), f"{where}[{i}].{k}") for k in ("pods", "gpusPerPod"))
+        shapes.append(GangShape(pods, gpus))
+    if len(shapes) > MAX_GANG_SHAPES or len(set(shapes)) != len(shapes):
+        raise PolicyError(f"{where}: at most {MAX_GANG_SHAPES} shapes, each named once")
+    return tuple(shapes)
 
 
 def _rule(raw: object, where: str) -> Rule:
@@ -292,6 +333,13 @@ def _int(raw: object, where: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
         raise PolicyError(f"{where}: must be a non-negative integer, got {raw!r}")
     return raw
+
+
+def _positive(raw: object, where: str) -> int:
+    value = _int(raw, where)
+    if value == 0:
+        raise PolicyError(f"{where}: must be at least 1, got 0")
+    return value
 
 
 def _bool(raw: object, where: str) -> bool:

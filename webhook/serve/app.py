@@ -29,7 +29,7 @@ from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
-from webhook.serve import handlers
+from webhook.serve import handlers, topology
 from webhook.serve.keys import (
     API,
     AUDIT,
@@ -43,6 +43,7 @@ from webhook.serve.keys import (
     RUNTIME,
     SETTINGS,
     STATE,
+    WAITING,
     AuditSink,
     PolicyState,
     Runtime,
@@ -52,6 +53,7 @@ from webhook.serve.keys import (
 from webhook.serve.lifecycle_metrics import LIFECYCLE, LifecycleMetrics
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
+from webhook.serve.waiting import RecentWaiting
 from webhook.state.cluster import build_state
 
 log = logging.getLogger("tasgate")
@@ -63,7 +65,8 @@ def create_app(
     app = web.Application(client_max_size=settings.max_body_bytes)
     holder = StateHolder(source="live" if source.live else source.label)
     app[SETTINGS], app[STATE], app[AUDIT] = settings, holder, audit
-    app[METRICS] = Metrics(lambda: (holder.current, holder.age()))
+    app[METRICS] = Metrics(lambda: (holder.current, holder.age()), lambda: app[POLICY].current)
+    app[WAITING] = RecentWaiting()
     engine = app[METRICS].timed(scorer.default_engine())  # passed to every state built
     app[LIFECYCLE] = LifecycleMetrics(app[METRICS].registry)
     if source.objects is not None:
@@ -88,7 +91,7 @@ def create_app(
 
 
 def create_metrics_app(app: web.Application) -> web.Application:
-    """The plain-HTTP side listener: /metrics, and /healthz and /readyz of ``app`` for convenience.
+    """The plain-HTTP side listener: /metrics, /topology, and /healthz and /readyz of ``app``.
 
     A separate port so the NetworkPolicy can open the webhook port to the API server (from
     anywhere) and this one to the scraper's namespace only; it reads ``app``'s state, owns none.
@@ -96,6 +99,9 @@ def create_metrics_app(app: web.Application) -> web.Application:
     side = web.Application(client_max_size=1024)
     side[MAIN] = app
     side.router.add_get("/metrics", handlers.metrics)
+    side.router.add_get(
+        "/topology", topology.TopologyPage().handle
+    )  # the cluster's layout: the scraper's port only
     side.router.add_get("/healthz", handlers.healthz)
     side.router.add_get("/readyz", handlers.readyz)
     return side

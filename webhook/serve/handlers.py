@@ -40,6 +40,7 @@ from webhook.serve.keys import (
     RUNTIME,
     SETTINGS,
     STATE,
+    WAITING,
     Settings,
     main_app,
 )
@@ -142,6 +143,8 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
         outcome = await _decide(app, req, endpoint, budget, len(raw) > LARGE_BODY_BYTES)
     latency_us = (time.perf_counter_ns() - started) // 1000
     _record(app, req, outcome, endpoint, latency_us)
+    if endpoint == "mutate" and not req.dry_run:  # the picture's waiting gangs (serve.waiting)
+        app[WAITING].note(outcome.decision, app[POLICY].current.gpu_resources)
     if endpoint == "validate":
         _hand_over_pod_groups(app, req, outcome)
     body = respond(

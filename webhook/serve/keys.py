@@ -21,6 +21,7 @@ from webhook.live.podgroups import Creator
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
 from webhook.serve.tls import CertReloader
+from webhook.serve.waiting import RecentWaiting
 from webhook.wire.admission import MAX_BODY_BYTES
 
 AuditSink = Callable[[dict[str, Any]], None]
@@ -91,6 +92,7 @@ LARGE_BODY_BYTES = 256 * 1024
 RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only
 PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only
+WAITING = web.AppKey("waiting", RecentWaiting)  # gangs recently told to wait, for /topology
 MAIN = web.AppKey("main", web.Application)  # on the metrics app: the webhook app it reports on
 
 

@@ -5,7 +5,10 @@ Every label value comes from a bounded set (``handlers.request_labels``): names 
 state holds, the known workload kinds, fixed endpoints and operations, else "other".
 
 Request metrics are updated per review, decisions once per API request (``count_review``);
-topology gauges are computed on scrape from the current cluster state, once per state generation.
+topology gauges are computed on scrape from the current cluster state, once per state generation
+(and policy: the gang shapes are the policy's). The fragmentation figures come from
+``decide.fragmentation``: free accelerators per domain, and for each gang shape how many gangs the
+best domain of a level holds and how many domains hold one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ from prometheus_client.registry import Collector
 import scorer
 from scorer.request import Engine, GroupRequest, RawResult
 from scorer.tree import Tree
+from webhook.decide.fragmentation import FlavorFigures, domain_sums, flavor_figures, tas_flavors
+from webhook.decide.policy import DEFAULT_GANG_SHAPES, DEFAULT_GPU_RESOURCES, Policy
 from webhook.state.cluster import ClusterState
+
+StateReader = Callable[[], tuple[ClusterState | None, float | None]]
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -41,7 +48,7 @@ class RequestLabels(NamedTuple):
 
 
 class Metrics:
-    def __init__(self, state: Callable[[], tuple[ClusterState | None, float | None]]) -> None:
+    def __init__(self, state: StateReader, policy: Callable[[], Policy] | None = None) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "tasgate_admission_requests",
@@ -113,7 +120,7 @@ class Metrics:
             "tasgate_scorer_info", "The active placement engine.", ["implementation"], registry=self.registry
         )
         self.info.labels(scorer.IMPLEMENTATION).set(1)
-        self.registry.register(_TopologyCollector(state))
+        self.registry.register(_TopologyCollector(state, policy))
 
     def count_review(
         self, labels: RequestLabels, allowed: bool, reason: str, dry_run: bool, final: bool, seconds: float
@@ -149,11 +156,13 @@ class _TimedEngine:
 
 
 class _TopologyCollector(Collector):
-    """Nodes and domains per level, the largest free domain per level and resource, state age."""
+    """Nodes and domains per level, fragmentation per domain and gang shape, state age."""
 
-    def __init__(self, state: Callable[[], tuple[ClusterState | None, float | None]]) -> None:
+    def __init__(self, state: StateReader, policy: Callable[[], Policy] | None) -> None:
         self._state = state
-        self._cache: tuple[int, list[GaugeMetricFamily]] | None = None
+        self._policy = policy
+        # (generation, the policy object itself, families): held, so its id can never be reused
+        self._cache: tuple[int, Policy | None, list[GaugeMetricFamily]] | None = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         current, age = self._state()
@@ -162,12 +171,16 @@ class _TopologyCollector(Collector):
         )
         if current is None:
             return
-        if self._cache is None or self._cache[0] != current.generation:
-            self._cache = (current.generation, _topology_families(current))
-        yield from self._cache[1]
+        policy = self._policy() if self._policy is not None else None
+        cached = self._cache
+        if cached is None or cached[0] != current.generation or cached[1] is not policy:
+            cached = self._cache = (current.generation, policy, _topology_families(current, policy))
+        yield from cached[2]
 
 
-def _topology_families(state: ClusterState) -> list[GaugeMetricFamily]:
+def _topology_families(state: ClusterState, policy: Policy | None) -> list[GaugeMetricFamily]:
+    gpus = policy.gpu_resources if policy is not None else DEFAULT_GPU_RESOURCES
+    shapes = policy.gang_shapes if policy is not None else DEFAULT_GANG_SHAPES
     nodes = GaugeMetricFamily(
         "tasgate_topology_nodes", "Schedulable nodes per TAS flavor.", labels=["topology", "flavor"]
     )
@@ -176,13 +189,13 @@ def _topology_families(state: ClusterState) -> list[GaugeMetricFamily]:
     )
     largest = GaugeMetricFamily(
         "tasgate_largest_free_domain",
-        "Free amount of a resource in the freest single domain of a level (cpu in millicores).",
+        "Free amount of a resource summed over the nodes of the freest single domain of a level "
+        "(base units: cpu in cores, memory in bytes). A sum, not what fits: a node with 3 free GPUs "
+        "holds no 8-GPU pod; see tasgate_gang_shape_fits.",
         labels=["topology", "flavor", "level", "resource"],
     )
-    for flavor in state.flavors.values():
-        topology = state.topologies.get(flavor.topology_name or "")
-        if topology is None or not topology.levels:
-            continue
+    fragmentation = _FragmentationFamilies()
+    for flavor, topology in tas_flavors(state):
         cluster = state.flavor_snapshot(flavor, topology)
         view, tree = cluster.now, cluster.now.tree
         nodes.add_metric([topology.name, flavor.name], sum(1 for n in cluster.nodes if n.schedulable_now))
@@ -190,22 +203,52 @@ def _topology_families(state: ClusterState) -> list[GaugeMetricFamily]:
             count = tree.level_offsets[level + 1] - tree.level_offsets[level]
             domains.add_metric([topology.name, flavor.name, name], count)
         for (level, resource), amount in _largest_free(tree, view.free).items():
-            largest.add_metric([topology.name, flavor.name, tree.levels[level], resource], amount)
-    return [nodes, domains, largest]
+            # The scorer counts cpu in milli-units as Kueue does; Prometheus' base unit is the core.
+            value = amount / 1000 if resource == "cpu" else amount
+            largest.add_metric([topology.name, flavor.name, tree.levels[level], resource], value)
+        fragmentation.add(flavor_figures(cluster, topology.name, flavor.name, gpus, shapes, hosts=False))
+    return [nodes, domains, largest, *fragmentation.families()]
+
+
+class _FragmentationFamilies:
+    """The fragmentation gauges (names are a contract dashboards and alerts are built on)."""
+
+    def __init__(self) -> None:
+        self.free = GaugeMetricFamily(
+            "tasgate_domain_free_accelerators",
+            "Free accelerators (the policy's GPU resources summed) per domain, every level but hostname.",
+            labels=["topology", "flavor", "level", "domain"],
+        )
+        self.fits = GaugeMetricFamily(
+            "tasgate_gang_shape_fits",
+            "Gangs of a shape (pods x GPUs per pod) that fit now in the best single domain of a level.",
+            labels=["topology", "flavor", "level", "shape"],
+        )
+        self.holding = GaugeMetricFamily(
+            "tasgate_gang_shape_domains",
+            "Domains of a level that can hold at least one gang of a shape now.",
+            labels=["topology", "flavor", "level", "shape"],
+        )
+
+    def add(self, f: FlavorFigures) -> None:
+        if not f.accelerator:
+            return  # no accelerators in this flavor: nothing to say about them
+        for d in f.domains:
+            if not f.is_host_level(d.level):
+                self.free.add_metric([f.topology, f.flavor, d.level, d.domain_id], d.free)
+        for s in f.shapes:
+            self.fits.add_metric([f.topology, f.flavor, s.level, s.shape.text], s.best_gangs)
+            self.holding.add_metric([f.topology, f.flavor, s.level, s.shape.text], s.domains)
+
+    def families(self) -> list[GaugeMetricFamily]:
+        return [self.free, self.fits, self.holding]
 
 
 def _largest_free(tree: Tree, free: array[int]) -> dict[tuple[int, str], int]:
-    width = len(tree.resources)
-    sums: dict[tuple[int, tuple[str, ...], int], int] = {}
-    for leaf in range(tree.n_leaves):
-        path = tree.leaf_path(leaf)
-        for col in range(width):
-            amount = max(free[leaf * width + col], 0)
-            for level in range(len(tree.levels)):
-                key = (level, path[: level + 1], col)
-                sums[key] = sums.get(key, 0) + amount
+    """Per (level, resource): the most of that resource free in one domain of the level."""
     best: dict[tuple[int, str], int] = {}
-    for (level, _, col), amount in sums.items():
-        name = (level, tree.resources[col])
-        best[name] = max(best.get(name, 0), amount)
+    for resource in tree.resources:
+        for path, amount in domain_sums(tree, free, [resource]).items():
+            key = (len(path) - 1, resource)
+            best[key] = max(best.get(key, 0), amount)
     return best

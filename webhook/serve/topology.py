@@ -1,0 +1,57 @@
+"""`GET /topology` on the metrics port: the topology picture of the state in force.
+
+On the side port, not the webhook's: it shows the cluster's layout and workload names, and that
+port's NetworkPolicy admits only the scraper's namespaces (the webhook port is open to every
+source). HTML by default, ``?format=text`` for the text tree. Rendered in the decision pool,
+at most once per state generation, policy and change of the waiting list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from webhook.decide.fragmentation import cluster_figures
+from webhook.decide.policy import Policy
+from webhook.present.html import render_html
+from webhook.present.text import render_text
+from webhook.serve.keys import EXECUTOR, POLICY, STATE, WAITING, main_app
+
+FORMATS = ("html", "text")
+
+
+class TopologyPage:
+    """The handler, with the one page it rendered last (the key says what it was rendered from)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[int, Policy, int, str], str] | None = None  # policy held, not its id
+
+    async def handle(self, request: web.Request) -> web.Response:
+        app = main_app(request.app)
+        fmt = request.query.get("format", "html")
+        if fmt not in FORMATS:
+            return web.Response(status=400, text=f"format must be one of {', '.join(FORMATS)}")
+        state, policy, waiting = app[STATE].current, app[POLICY].current, app[WAITING]
+        if state is None:
+            return web.Response(status=503, text="cluster state not loaded yet")
+        gangs = waiting.current()
+        key = (state.generation, policy, waiting.version, fmt)
+        if self._last is None or not _same(self._last[0], key):
+
+            def render() -> str:
+                figures = cluster_figures(state, policy, per_domain=True)
+                if fmt == "text":
+                    return render_text(figures, gangs)
+                title = f"tasgate topology · state generation {state.generation}"
+                return render_html(figures, gangs, title)
+
+            body = await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], render)
+            self._last = (key, body)
+        content_type = "text/html" if fmt == "html" else "text/plain"
+        return web.Response(text=self._last[1], content_type=content_type, charset="utf-8")
+
+
+def _same(a: tuple[int, Policy, int, str], b: tuple[int, Policy, int, str]) -> bool:
+    """The same state generation, policy object, waiting-list version and format."""
+    return a[0] == b[0] and a[1] is b[1] and a[2:] == b[2:]

@@ -1,0 +1,52 @@
+"""The gangs recently told to wait, for the topology picture: bounded, newest kept.
+
+Fed by the decision path (one note per mutating review that was not a dry run); a gang judged
+again replaces its older entry, and entries older than ``max_age`` seconds are dropped, so the
+list never holds more than ``limit`` gangs whatever the request rate.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from webhook.decide.verdicts import Decision
+from webhook.decide.waiting import WaitingGang, waiting_gang
+
+LIMIT = 50
+MAX_AGE = 3600.0
+
+
+class RecentWaiting:
+    def __init__(self, limit: int = LIMIT, max_age: float = MAX_AGE) -> None:
+        self.limit, self.max_age = limit, max_age
+        self.version = 0  # bumped on every change, so a rendered picture knows when it is stale
+        self._gangs: OrderedDict[tuple[str, str, str], tuple[float, WaitingGang]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def note(self, decision: Decision | None, gpu_resources: tuple[str, ...]) -> None:
+        """Keep a must-wait verdict's gang; any other verdict of the same workload drops it."""
+        if decision is None:
+            return
+        gang = waiting_gang(decision, gpu_resources)
+        key = (decision.kind, decision.namespace, decision.name)
+        with self._lock:
+            if gang is None:
+                if self._gangs.pop(key, None) is not None:
+                    self.version += 1
+                return
+            self._gangs.pop(key, None)
+            self._gangs[key] = (time.monotonic(), gang)
+            while len(self._gangs) > self.limit:
+                self._gangs.popitem(last=False)
+            self.version += 1
+
+    def current(self) -> tuple[WaitingGang, ...]:
+        """The gangs still young enough, oldest first."""
+        cutoff = time.monotonic() - self.max_age
+        with self._lock:
+            while self._gangs and next(iter(self._gangs.values()))[0] < cutoff:
+                self._gangs.popitem(last=False)
+                self.version += 1
+            return tuple(gang for _, gang in self._gangs.values())
