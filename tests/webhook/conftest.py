@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from webhook.decide.decision import decide
-from webhook.decide.policy import Policy, parse_policy
+from webhook.decide.policy import Policy
+from webhook.decide.policy_text import parse_policy
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects

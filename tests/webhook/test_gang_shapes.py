@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.decide.policy import DEFAULT_GANG_SHAPES, NONE_POLICY, GangShape, PolicyError, parse_policy
+from webhook.decide.policy import DEFAULT_GANG_SHAPES, NONE_POLICY, GangShape, PolicyError
+from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 
 HEAD = "apiVersion: tasgate.io/v1alpha1\nkind: AdmissionPolicy\n"

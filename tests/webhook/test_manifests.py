@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from webhook.decide.policy import parse_policy
+from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -40,8 +40,8 @@ from webhook.decide.policy import (
     Policy,
     PolicyError,
     Subject,
-    parse_policy,
 )
+from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.state.cluster import ClusterState, build_state

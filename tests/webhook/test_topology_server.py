@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from tests.webhook.conftest import node
 from tests.webhook.test_server import ClientFactory, Harness, manifest, post, review
 from webhook.decide.decision import decide
-from webhook.decide.policy import parse_policy
+from webhook.decide.policy_text import parse_policy
 from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
 from webhook.files.sample import BLOCK, RACK, sample_objects

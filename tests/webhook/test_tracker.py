@@ -16,7 +16,8 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from webhook.cli.status import age, table
-from webhook.decide.policy import Policy, PolicyError, parse_policy
+from webhook.decide.policy import Policy, PolicyError
+from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 from webhook.live.events import EventRecorder, GangEvent, ObjectRef, event_name
 from webhook.live.holder import StateHolder

@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from webhook.decide.policy import NONE_POLICY, Policy, PolicyError, parse_policy
+from webhook.decide.policy import NONE_POLICY, Policy, PolicyError
+from webhook.decide.policy_text import parse_policy
 
 
 def load_policy(ref: str) -> Policy:

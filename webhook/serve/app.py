@@ -21,7 +21,8 @@ from aiohttp import web
 
 import scorer
 from webhook.decide.decision import decide
-from webhook.decide.policy import PolicyError, parse_policy
+from webhook.decide.policy import PolicyError
+from webhook.decide.policy_text import parse_policy
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
 from webhook.live import podgroups, tracker, watch
