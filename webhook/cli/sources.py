@@ -17,7 +17,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from webhook.files.loader import LoadError
 from webhook.files.sources import cluster_state
 from webhook.live.api import checked
-from webhook.live.watch import kinds
+from webhook.live.watch import Kind, kinds
 from webhook.state.cluster import ClusterState, build_state
 
 
@@ -34,6 +34,14 @@ def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str |
 
 async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapping[str, Any]], list[str]]:
     """Every object of the kinds live mode watches, and the (optional) kinds not served."""
+    found, unserved = await list_kinds(kubeconfig, context, kinds())
+    return [obj for items in found.values() for obj in items], unserved
+
+
+async def list_kinds(
+    kubeconfig: str, context: str | None, wanted: Sequence[Kind]
+) -> tuple[dict[str, list[Mapping[str, Any]]], list[str]]:
+    """One list of each kind (objects by kind name), and the optional kinds not served."""
     configuration = client.Configuration()
     try:
         await config.load_kube_config(
@@ -41,10 +49,10 @@ async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapp
         )
     except (OSError, config.ConfigException) as exc:
         raise LoadError(f"--kubeconfig {kubeconfig}: {exc}") from None
-    objects: list[Mapping[str, Any]] = []
+    found: dict[str, list[Mapping[str, Any]]] = {}
     unserved: list[str] = []
     async with client.ApiClient(configuration) as api:
-        for kind in kinds():
+        for kind in wanted:
             try:
                 response = await checked(await kind.lister(api)(_preload_content=False, **kind.kwargs))
             except ApiException as exc:
@@ -55,7 +63,6 @@ async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapp
             except OSError as exc:
                 raise LoadError(f"listing {kind.name}: {exc}") from None
             body = orjson.loads(await response.read())
-            objects += [
-                {"apiVersion": kind.api_version, "kind": kind.kind, **i} for i in body.get("items") or []
-            ]
-    return objects, unserved
+            items = body.get("items") or []
+            found[kind.name] = [{"apiVersion": kind.api_version, "kind": kind.kind, **i} for i in items]
+    return found, unserved

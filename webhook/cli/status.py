@@ -17,16 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
-from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.cli.sources import state_for
-from webhook.files.loader import LoadError
+from webhook.cli.sources import list_kinds, state_for
 from webhook.files.policy import load_policy
-from webhook.live.api import checked
 from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
-from webhook.live.watch import Kind
 from webhook.state.cluster import ClusterState
 from webhook.track.ledger import Ledger, Tracked
 
@@ -134,28 +129,9 @@ def age(seconds: float | None) -> str:
 
 
 async def _list_tracked(kubeconfig: str, context: str | None) -> dict[str, list[Mapping[str, Any]]]:
-    configuration = client.Configuration()
-    try:
-        await config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-    except (OSError, config.ConfigException) as exc:
-        raise LoadError(f"--kubeconfig {kubeconfig}: {exc}") from None
-    found: dict[str, list[Mapping[str, Any]]] = {}
-    async with client.ApiClient(configuration) as api:
-        for kind in tracked_kinds():
-            found[ledger_table(kind.name)] = await _items(api, kind)
-    return found
-
-
-async def _items(api: client.ApiClient, kind: Kind) -> list[Mapping[str, Any]]:
-    try:
-        response = await checked(await kind.lister(api)(_preload_content=False, **kind.kwargs))
-    except ApiException as exc:
-        if exc.status == 404 and kind.optional:
-            return []  # the CRD is not installed
-        raise LoadError(f"listing {kind.name}: {exc.status} {exc.reason}") from None
-    except OSError as exc:
-        raise LoadError(f"listing {kind.name}: {exc}") from None
-    body = orjson.loads(await response.read())
-    return [{"apiVersion": kind.api_version, "kind": kind.kind, **i} for i in body.get("items") or []]
+    """The tracked kinds' objects by ledger table (a CRD that is not installed: none)."""
+    found, _ = await list_kinds(kubeconfig, context, tracked_kinds())
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for kind in tracked_kinds():
+        out[ledger_table(kind.name)] = found.get(kind.name, [])
+    return out

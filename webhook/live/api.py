@@ -29,16 +29,25 @@ async def checked(response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
     return response
 
 
-async def get_object(api: client.ApiClient, path: str, timeout: float = 10.0) -> dict[str, Any]:
-    """GET one object as JSON; ApiException (with the server's status) when it is not there."""
+async def call_json(
+    api: client.ApiClient, method: str, path: str, body: Any = None, timeout: float = 10.0
+) -> dict[str, Any]:
+    """One JSON request (GET, POST, ...); the decoded answer, or ApiException with the server's
+    status and words."""
     response = await api.call_api(
         path,
-        "GET",
-        header_params={"Accept": "application/json"},
+        method,
+        body=body,
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
         auth_settings=["BearerToken"],
         _preload_content=False,
         _request_timeout=timeout,
     )
     data = await checked(response[0] if isinstance(response, tuple) else response)
-    found: dict[str, Any] = orjson.loads(await data.read())
+    found: dict[str, Any] = orjson.loads(await data.read() or b"{}")
     return found
+
+
+async def get_object(api: client.ApiClient, path: str, timeout: float = 10.0) -> dict[str, Any]:
+    """GET one object as JSON; ApiException (with the server's status) when it is not there."""
+    return await call_json(api, "GET", path, timeout=timeout)

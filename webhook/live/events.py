@@ -10,7 +10,6 @@ Replicas agree on each Event's name (``event_name``), so the API server keeps on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import os
@@ -24,7 +23,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import checked
+from webhook.live.api import call_json
 
 log = logging.getLogger("tasgate.events")
 REPORTING_CONTROLLER = "tasgate.io/lifecycle"
@@ -152,15 +151,4 @@ class EventRecorder:
         return body
 
     async def _call(self, path: str, body: Any) -> None:
-        response = await self.api.call_api(
-            path,
-            "POST",
-            body=body,
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=10,
-        )
-        data = await checked(response[0] if isinstance(response, tuple) else response)
-        with contextlib.suppress(Exception):
-            data.release()
+        await call_json(self.api, "POST", path, body)

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import checked
+from webhook.live.api import call_json
 
 log = logging.getLogger("tasgate.podgroups")
 WAIT_FOR_OWNER_SECONDS = 30.0
@@ -168,18 +167,7 @@ class Creator:
         log.warning("%s %s/%s: %s", intent.kind, intent.namespace, intent.name, message)
 
     async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        response = await self.api.call_api(
-            path,
-            method,
-            body=body,
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=10,
-        )
-        data = await checked(response[0] if isinstance(response, tuple) else response)
-        raw: dict[str, Any] = orjson.loads(await data.read())
-        return raw
+        return await call_json(self.api, method, path, body)
 
 
 def _path(group: str, version: str, namespace: str, resource: str) -> str:

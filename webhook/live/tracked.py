@@ -7,12 +7,11 @@ differ from the Mirror's (``gang-podgroups``), as each watch feeds one sink.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes_asyncio import client
 
-from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind
+from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
 from webhook.track.records import PODSET_LABEL
 
 WORKLOADS, GANG_PODS = "workloads", "gang-pods"
@@ -23,16 +22,7 @@ WORKLOAD_API = f"{KUEUE}/v1beta2"
 def tracked_kinds() -> list[Kind]:
     """What the tracker watches, next to (not instead of) the Mirror's kinds."""
 
-    def custom(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Any]:
-        def make(api: client.ApiClient) -> Any:
-            objects = client.CustomObjectsApi(api)
-
-            async def call(**kw: Any) -> Any:
-                return await objects.list_cluster_custom_object(group, version, plural, **kw)
-
-            return call
-
-        return make
+    custom = custom_lister
 
     def pods(api: client.ApiClient) -> Any:
         return client.CoreV1Api(api).list_pod_for_all_namespaces

@@ -85,17 +85,22 @@ class Kind:
     kwargs: Mapping[str, str] = field(default_factory=dict)
 
 
+def custom_lister(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Lister]:
+    """The cluster-wide list (and watch) call of one custom resource."""
+
+    def make(api: client.ApiClient) -> Lister:
+        objects = client.CustomObjectsApi(api)
+
+        async def call(**kw: Any) -> Any:
+            return await objects.list_cluster_custom_object(group, version, plural, **kw)
+
+        return call
+
+    return make
+
+
 def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
-    def custom(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Lister]:
-        def make(api: client.ApiClient) -> Lister:
-            objects = client.CustomObjectsApi(api)
-
-            async def call(**kw: Any) -> Any:
-                return await objects.list_cluster_custom_object(group, version, plural, **kw)
-
-            return call
-
-        return make
+    custom = custom_lister
 
     def core(method: str) -> Callable[[client.ApiClient], Lister]:
         return lambda api: getattr(client.CoreV1Api(api), method)
