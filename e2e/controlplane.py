@@ -28,14 +28,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import http.client
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -43,23 +39,57 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import yaml
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-from webhook.serve import certs
+from e2e.binaries import (
+    BINARY_NAMES,
+    BUILD_SCRIPT,
+    E2E_DIR,
+    TOOLS_DIR,
+    VERSIONS_MARKER,
+    Binaries,
+    BinariesMissingError,
+    ControlPlaneError,
+    cache_bin_root,
+    cache_dir,
+    display_path,
+    find_binaries,
+    pinned_versions,
+    required_version,
+)
+from e2e.pki import AUDIT_POLICY, write_kubeconfig, write_pki
+from e2e.processes import LOG_TAIL_LINES, ServerProcess, free_ports
 
-E2E_DIR = Path(__file__).resolve().parent
-TOOLS_DIR = E2E_DIR / "tools"
-BUILD_SCRIPT = E2E_DIR / "build-binaries.sh"
-BINARY_NAMES = ("kube-apiserver", "kubectl", "etcd")
-VERSIONS_MARKER = "VERSIONS"  # written last by build-binaries.sh: present means all three were built
+__all__ = [  # the harness's one import point; the parts live in e2e.binaries, e2e.pki, e2e.processes
+    "AUDIT_POLICY",
+    "BINARY_NAMES",
+    "BUILD_SCRIPT",
+    "E2E_DIR",
+    "TOOLS_DIR",
+    "VERSIONS_MARKER",
+    "Binaries",
+    "BinariesMissingError",
+    "ControlPlane",
+    "ControlPlaneError",
+    "KubectlError",
+    "ServerProcess",
+    "_Process",
+    "_display",
+    "cache_bin_root",
+    "cache_dir",
+    "display_path",
+    "find_binaries",
+    "free_ports",
+    "pinned_versions",
+    "required_version",
+]
 
+_Process = ServerProcess  # the names the other harness modules import
+_display = display_path
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 # The serving certificate must name every host a client may dial: loopback for kubectl and the
@@ -67,44 +97,7 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 APISERVER_DNS_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
 APISERVER_IPS = ("127.0.0.1", "10.0.0.1")
 
-# Writes are logged with their request body (what the webhook was asked to admit); everything else
-# at Metadata. Both levels carry the ``annotations`` map, which is where the API server records the
-# audit annotations an admission webhook returns, so every event is useful to the webhook tests.
-# Leases and Events are high-volume bookkeeping (the API server renews its own lease every ~10 s)
-# and CRD bodies are huge (installing ../shared/crds at Request level wrote 12 MB, mostly the API
-# server's own status updates), so those stay at Metadata even for writes. RequestReceived is
-# omitted: it only duplicates the start of each event.
-AUDIT_POLICY: dict[str, Any] = {
-    "apiVersion": "audit.k8s.io/v1",
-    "kind": "Policy",
-    "omitStages": ["RequestReceived"],
-    "rules": [
-        {
-            "level": "Metadata",
-            "resources": [
-                {"group": "coordination.k8s.io", "resources": ["leases"]},
-                {"group": "", "resources": ["events"]},
-                {"group": "events.k8s.io", "resources": ["events"]},
-                {"group": "apiextensions.k8s.io", "resources": ["customresourcedefinitions"]},
-            ],
-        },
-        {"level": "Request", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
-        {"level": "Metadata"},
-    ],
-}
-
-_PR_SET_PDEATHSIG = 1
-_STOP_TIMEOUT = 15.0  # SIGTERM grace before SIGKILL; the API server drains in well under this
-_LOG_TAIL_LINES = 40
 _PORT_ATTEMPTS = 3
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane could not be started, did not become ready, or died."""
-
-
-class BinariesMissingError(ControlPlaneError):
-    """kube-apiserver, kubectl or etcd is not built for the pinned versions (run e2e/build-binaries.sh)."""
 
 
 class KubectlError(subprocess.CalledProcessError):
@@ -118,199 +111,6 @@ class KubectlError(subprocess.CalledProcessError):
         if self.stdout:
             parts.append(f"stdout:\n{str(self.stdout).rstrip()}")
         return "\n".join(parts)
-
-
-# --- binaries -----------------------------------------------------------------------------------
-
-
-def pinned_versions() -> tuple[str, str]:
-    """``(kubernetes, etcd)`` module versions as pinned in the wrapper ``go.mod`` files.
-
-    Read from the same files build-binaries.sh reads, so the two always agree on the cache directory.
-    """
-    return (
-        required_version(TOOLS_DIR / "kube" / "go.mod", "k8s.io/kubernetes"),
-        required_version(TOOLS_DIR / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3"),
-    )
-
-
-def required_version(go_mod: Path, module: str) -> str:
-    """The version ``go_mod`` requires ``module`` at (the line build-binaries.sh's sed reads)."""
-    try:
-        text = go_mod.read_text()
-    except OSError as exc:
-        raise ControlPlaneError(f"cannot read {go_mod}: {exc.strerror or exc}") from exc
-    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
-    if found is None:
-        raise ControlPlaneError(f"{module} is not required in {go_mod}")
-    return found.group(1)
-
-
-def cache_bin_root() -> Path:
-    """``${TASGATE_CACHE:-~/.cache/tasgate}/bin``: build-binaries.sh's output dirs live under it."""
-    root = os.environ.get("TASGATE_CACHE") or str(Path.home() / ".cache" / "tasgate")
-    return Path(root) / "bin"
-
-
-def cache_dir() -> Path:
-    """Where build-binaries.sh puts the binaries for the pinned versions (``$TASGATE_CACHE`` aware)."""
-    kube, etcd = pinned_versions()
-    return cache_bin_root() / f"kube-{kube}_etcd-{etcd}"
-
-
-@dataclass(frozen=True)
-class Binaries:
-    """Absolute paths of the three executables the harness runs."""
-
-    directory: Path
-    kube_apiserver: Path
-    kubectl: Path
-    etcd: Path
-
-
-def find_binaries() -> Binaries:
-    """The binaries from ``$TASGATE_E2E_BIN`` if set, else from the build cache; never a silent skip.
-
-    ``$TASGATE_E2E_BIN`` is trusted as is (someone pointed at binaries on purpose); the cache must also
-    hold build-binaries.sh's marker, which it writes only after all three binaries linked.
-    """
-    override = os.environ.get("TASGATE_E2E_BIN")
-    directory = Path(override).expanduser() if override else cache_dir()
-    missing = [name for name in BINARY_NAMES if not os.access(directory / name, os.X_OK)]
-    if not override and not missing and not (directory / VERSIONS_MARKER).is_file():
-        missing.append(f"{VERSIONS_MARKER} (build-binaries.sh did not finish)")
-    if missing:
-        source = "TASGATE_E2E_BIN" if override else "the build cache for the pinned versions"
-        raise BinariesMissingError(
-            f"end-to-end binaries missing from {directory} ({source}): {', '.join(missing)}. "
-            f"Build them with `bash {_display(BUILD_SCRIPT)}` (cold build: tens of minutes on 2 cores; "
-            "cached afterwards), or set TASGATE_E2E_BIN to a directory holding kube-apiserver, kubectl "
-            "and etcd."
-        )
-    return Binaries(directory, directory / "kube-apiserver", directory / "kubectl", directory / "etcd")
-
-
-def _display(path: Path) -> str:
-    with contextlib.suppress(ValueError):
-        return str(path.relative_to(Path.cwd()))
-    return str(path)
-
-
-# --- processes ----------------------------------------------------------------------------------
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports; all sockets stay bound until every port is picked.
-
-    There is an unavoidable window between closing them and the server binding, which is why
-    start-up failures report the server's log (an "address already in use" shows up there).
-    """
-    with contextlib.ExitStack() as stack:
-        sockets = [
-            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)
-        ]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking the kernel to SIGKILL the child when its parent thread dies.
-
-    This is what cleans up after ``kill -9`` of the test runner, where neither ``atexit`` nor
-    ``finally`` run. The signal fires when the *thread* that forked exits, so it is only armed from
-    the main thread: a control plane started in a worker thread (``asyncio.to_thread``) would
-    otherwise be killed when that worker retires.
-    """
-    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-    return arm
-
-
-class _Process:
-    """One server process with its output appended to a log file (kept across restarts)."""
-
-    def __init__(self, name: str, log_path: Path) -> None:
-        self.name = name
-        self.log_path = log_path
-        self.argv: list[str] = []
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._starts = 0
-        self._start_offset = 0
-
-    def start(self, argv: Sequence[str], env: dict[str, str]) -> None:
-        self.argv = list(argv)
-        self._starts += 1
-        with self.log_path.open("ab") as log:
-            self._start_offset = log.tell()
-            banner = f"\n===== {self.name} start #{self._starts} at {time.strftime('%H:%M:%S')}: "
-            log.write((banner + " ".join(self.argv) + "\n").encode())
-            log.flush()
-            # The child gets its own dup of the log fd; closing ours right after is safe.
-            self._proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # a Ctrl-C in the terminal reaches pytest, which stops us in order
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 - only prctl, armed from the main thread
-            )
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._proc is None else self._proc.pid
-
-    def exit_code(self) -> int | None:
-        """None while running (or never started), else the exit status."""
-        return None if self._proc is None else self._proc.poll()
-
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def stop(self, timeout: float = _STOP_TIMEOUT) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``; always reaps, so no zombie is left behind."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                proc.wait()
-
-    def output_since_start(self) -> str:
-        """What the current (or last) run of the process logged, for classifying its failure."""
-        try:
-            with self.log_path.open("rb") as log:
-                log.seek(self._start_offset)
-                return log.read().decode(errors="replace")
-        except OSError:
-            return ""
-
-    def tail(self, lines: int = _LOG_TAIL_LINES) -> str:
-        try:
-            with self.log_path.open("rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(0, log.tell() - 64 * 1024))
-                text = log.read().decode(errors="replace")
-        except OSError as exc:
-            return f"(cannot read {self.log_path}: {exc})"
-        return "\n".join(text.splitlines()[-lines:])
 
 
 # --- the control plane --------------------------------------------------------------------------
@@ -533,48 +333,11 @@ class ControlPlane:
     # -- internals --
 
     def _write_pki(self) -> None:
-        pki = self.dir / "pki"
-        files = certs.generate(pki, APISERVER_DNS_NAMES, APISERVER_IPS, days=30)
-        certs.client_cert(
-            pki, (files.ca_cert, files.ca_key), "admin", ["system:masters"], name="admin", days=30
-        )
-        # Service-account tokens: the API server signs with the private key and verifies with the
-        # public one. RSA because every JWT consumer supports RS256; 2048 bits keeps it fast.
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        (pki / "sa.key").write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        (pki / "sa.key").chmod(0o600)
-        (pki / "sa.pub").write_bytes(
-            key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
+        write_pki(self.dir / "pki", APISERVER_DNS_NAMES, APISERVER_IPS)
 
     def _write_kubeconfig(self) -> None:
         cert, key = self.admin_cert
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "tasgate-e2e",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_path)},
-                }
-            ],
-            "users": [{"name": "admin", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-            "contexts": [
-                {
-                    "name": "tasgate-e2e",
-                    "context": {"cluster": "tasgate-e2e", "user": "admin", "namespace": "default"},
-                }
-            ],
-            "current-context": "tasgate-e2e",
-        }
-        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.kubeconfig.chmod(0o600)
+        write_kubeconfig(self.kubeconfig, self.server, self.ca_path, cert, key)
 
     def _etcd_argv(self, peer_port: int) -> list[str]:
         peer = f"http://127.0.0.1:{peer_port}"
@@ -681,7 +444,7 @@ class ControlPlane:
             if code is not None:
                 raise ControlPlaneError(
                     f"{process.name} exited with status {code} before {what}; "
-                    f"last {_LOG_TAIL_LINES} lines of {process.log_path}:\n{process.tail()}"
+                    f"last {LOG_TAIL_LINES} lines of {process.log_path}:\n{process.tail()}"
                 )
             try:
                 outcome = probe()
@@ -693,7 +456,7 @@ class ControlPlane:
             if time.monotonic() > deadline:
                 raise ControlPlaneError(
                     f"{process.name} not {what} after {self.ready_timeout:g}s (last check: {reason}); "
-                    f"last {_LOG_TAIL_LINES} lines of {process.log_path}:\n{process.tail()}"
+                    f"last {LOG_TAIL_LINES} lines of {process.log_path}:\n{process.tail()}"
                 )
             time.sleep(0.2)
 
