@@ -41,6 +41,11 @@ bench: $(STAMP)
 bench-live: $(STAMP)
 	$(PY) bench/bench_live.py --out bench/live.json
 
+# Do decisions run in parallel (nogil engine)? Decisions/s with 1 and 2 threads, side by side.
+.PHONY: bench-threads
+bench-threads: $(STAMP)
+	$(PY) bench/bench_threads.py
+
 # Lifecycle tracking at scale: the real Ledger over cloned captured gangs (pod event, round, assess).
 .PHONY: bench-track
 bench-track: $(STAMP)

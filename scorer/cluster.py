@@ -20,7 +20,16 @@ from scorer.tree import Tree, build_tree, matches_flavor
 class Cluster:
     """One TAS flavor's nodes at one cluster-state generation, with its two views."""
 
-    __slots__ = ("_never", "flavor_tolerations", "generation", "levels", "nodes", "now", "topology_name")
+    __slots__ = (
+        "_largest",
+        "_never",
+        "flavor_tolerations",
+        "generation",
+        "levels",
+        "nodes",
+        "now",
+        "topology_name",
+    )
 
     def __init__(
         self,
@@ -37,6 +46,7 @@ class Cluster:
         self.nodes = tuple(nodes)
         self.flavor_tolerations = tuple(flavor_tolerations)
         self.generation = generation
+        self._largest: Mapping[str, int] | None = None
         eng = engine or default_engine()
         schedulable = [n for n in self.nodes if n.schedulable_now]
         tree, free = build_tree(
@@ -59,6 +69,19 @@ class Cluster:
     @property
     def never(self) -> View:
         return self._never
+
+    def largest_allocatable(self) -> Mapping[str, int]:
+        """The most of each resource any one node offers: what a pod larger than every node is
+        told. Computed once per node set (a generation that only moved usage shares it)."""
+        found = self._largest
+        if found is None:
+            largest: dict[str, int] = {}
+            for node in self.nodes:
+                for resource, amount in node.allocatable.items():
+                    if amount > largest.get(resource, 0):
+                        largest[resource] = amount
+            found = self._largest = largest
+        return found
 
     def with_free(self, free: array[int], generation: int) -> Cluster:
         """The same nodes and trees with other free capacity in the ``now`` view: what a new

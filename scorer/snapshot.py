@@ -219,17 +219,14 @@ class View:
         """The resources that bound how many such pods the domain holds (ties all named)."""
         tree = self.tree
         width = len(tree.resources)
-        depth = len(domain)
+        wanted = [(n, requests.get(n, 0) + (1 if n == PODS else 0)) for n in sorted({*requests, PODS})]
+        columns = [(n, want, tree.resource_column(n)) for n, want in wanted if want > 0]
         held: dict[str, int] = {}
-        for leaf in range(tree.n_leaves):
-            if tree.leaf_path(leaf)[:depth] != domain:
-                continue
-            for name in sorted({*requests, PODS}):
-                want = requests.get(name, 0) + (1 if name == PODS else 0)
-                if want > 0:
-                    col = tree.resource_column(name)
-                    have = self.free[leaf * width + col] if col >= 0 else 0
-                    held[name] = held.get(name, 0) + max(have, 0) // want
+        free = self.free
+        for leaf in tree.leaf_range(domain):
+            for name, want, col in columns:
+                have = free[leaf * width + col] if col >= 0 else 0
+                held[name] = held.get(name, 0) + max(have, 0) // want
         least = min(held.values(), default=0)
         return tuple(sorted(r for r, n in held.items() if n == least))
 

@@ -46,6 +46,20 @@ class Tree:
     def leaf_path(self, leaf: int) -> tuple[str, ...]:
         return self.paths[self.leaf_offset + leaf]
 
+    def leaf_range(self, domain: tuple[str, ...]) -> range:
+        """The leaves under a domain (given by its level values): contiguous, since children are."""
+        depth = len(domain)
+        if not 1 <= depth <= len(self.levels):
+            return range(0)
+        offsets = self.level_offsets
+        try:
+            first = last = self.paths.index(domain, offsets[depth - 1], offsets[depth])
+        except ValueError:
+            return range(0)
+        for _ in range(depth, len(self.levels)):
+            first, last = self.child_start[first], self.child_end[last] - 1
+        return range(first - self.leaf_offset, last - self.leaf_offset + 1)
+
     def resource_column(self, name: str) -> int:
         """Column of a resource, or -1 when no node of this topology has it."""
         try:

@@ -228,7 +228,14 @@ def _never_message(
     v: PodSetVerdict, p: PodSetView, never: Placement, level: str, target: Target, policy: Policy
 ) -> str:
     summary = messages.request_summary(v.requests, policy.gpu_resources)
-    where = messages.Where(target.flavor, target.node_labels, target.topology.name, target.snapshot.nodes)
+    snapshot = target.snapshot
+    where = messages.Where(
+        target.flavor,
+        target.node_labels,
+        target.topology.name,
+        len(snapshot.nodes),
+        snapshot.largest_allocatable(),
+    )
     cause = messages.blocking_cause(where, v.requests, never)
     if cause is not None:
         return messages.never_fits(v.name, v.count, summary, level, never, None, None, cause=cause)

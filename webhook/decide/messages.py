@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scorer.model import HOSTNAME_LABEL, PODS, Node, Placement
+from scorer.model import HOSTNAME_LABEL, PODS, Placement
 from webhook.model.quantity import format_quantity
 
 ADMISSION_WARNING_LIMIT = 256  # the API server truncates longer warnings
@@ -49,7 +49,8 @@ class Where:
     flavor: str  # "" for the policy's default topology
     flavor_labels: Mapping[str, str]
     topology: str
-    nodes: Sequence[Node]  # the nodes the flavor selects that carry every level label
+    nodes: int  # how many nodes the flavor selects that carry every level label
+    largest: Mapping[str, int]  # the most of each resource one of those nodes offers
 
 
 def blocking_cause(where: Where, requests: Mapping[str, int], when_empty: Placement) -> str | None:
@@ -63,7 +64,7 @@ def blocking_cause(where: Where, requests: Mapping[str, int], when_empty: Placem
             "label the nodes, or fix the flavor's nodeLabels"
         )
     for resource, amount in sorted(requests.items()):
-        largest = max(n.allocatable.get(resource, 0) for n in where.nodes)
+        largest = where.largest.get(resource, 0)
         if amount > largest:
             have = format_quantity(resource, largest)
             return (
