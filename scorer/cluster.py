@@ -59,7 +59,14 @@ class Cluster:
         """Reuse the structure when no node is away and no condition taint is set: usually."""
         same_nodes = n_schedulable == len(self.nodes)
         if same_nodes and not any(t.is_condition for n in self.nodes for t in n.taints):
-            return View(self.topology_name, now_tree, now_tree.capacity, self.flavor_tolerations, engine)
+            return View(
+                self.topology_name,
+                now_tree,
+                now_tree.capacity,
+                self.flavor_tolerations,
+                engine,
+                self.now.label_cache,
+            )
         # Schedulable nodes first: where nodes share a hostname, the leaf takes the first one's
         # path, and it must be the path "now" sees, or "never" could be tighter than "now".
         ordered = sorted(self.nodes, key=lambda n: not n.schedulable_now)
@@ -93,7 +100,9 @@ class Cluster:
             setattr(other, slot, getattr(self, slot))
         other.generation = generation
         now = self.now
-        other.now = View(now.topology_name, now.tree, free, now.flavor_tolerations, now.engine)
+        other.now = View(
+            now.topology_name, now.tree, free, now.flavor_tolerations, now.engine, now.label_cache
+        )
         return other
 
     @classmethod

@@ -38,6 +38,8 @@ from scorer.request import (
 from scorer.resolve import ResolvedLevels, resolve
 from scorer.tree import Tree
 
+LABEL_CACHE_SIZE = 256  # distinct selectors remembered per tree
+
 
 @dataclass(frozen=True, slots=True)
 class _Group:
@@ -49,7 +51,7 @@ class _Group:
 class View:
     """One tree and its free capacity: the thing a workload is placed on."""
 
-    __slots__ = ("_engine", "flavor_tolerations", "free", "topology_name", "tree")
+    __slots__ = ("_engine", "flavor_tolerations", "free", "label_cache", "topology_name", "tree")
 
     def __init__(
         self,
@@ -58,12 +60,16 @@ class View:
         free: array[int],
         flavor_tolerations: tuple[Toleration, ...],
         engine: Engine,
+        label_cache: dict[object, array[int]] | None = None,
     ) -> None:
         self.topology_name = topology_name
         self.tree = tree
         self.free = free
         self.flavor_tolerations = flavor_tolerations
         self._engine = engine
+        # Per-leaf nodeSelector/affinity exclusions by selector: node labels belong to the tree,
+        # so views of one tree (every usage generation of it) share this.
+        self.label_cache: dict[object, array[int]] = {} if label_cache is None else label_cache
 
     @property
     def engine(self) -> Engine:
@@ -161,8 +167,23 @@ class View:
         return request, names
 
     def _label_exclusions(self, pod_set: PodSetRequest) -> array[int]:
+        """Which host leaves the PodSet's nodeSelector or required affinity excludes (empty: none
+        asked). An O(nodes) Python pass, so remembered per selector for the tree's life."""
         if not pod_set.node_selector and pod_set.affinity is None:
             return array("b")
+        key = (tuple(sorted(pod_set.node_selector.items())), pod_set.affinity)
+        try:
+            found = self.label_cache.get(key)
+        except TypeError:  # a selector value that does not hash: computed, not remembered
+            return self._exclusions_of(pod_set)
+        if found is None:
+            found = self._exclusions_of(pod_set)
+            if len(self.label_cache) >= LABEL_CACHE_SIZE:
+                self.label_cache.clear()
+            self.label_cache[key] = found
+        return found
+
+    def _exclusions_of(self, pod_set: PodSetRequest) -> array[int]:
         flags = array("b", [EXCLUDED_NONE]) * len(self.tree.leaf_nodes)
         for leaf, node in enumerate(self.tree.leaf_nodes):
             if not selector_matches(node, pod_set.node_selector):

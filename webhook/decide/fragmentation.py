@@ -225,7 +225,9 @@ def _domain_counts(
     width = len(tree.resources)
     masked = array("q", bytes(8 * len(view.free)))
     masked[first * width : last * width] = view.free[first * width : last * width]
-    alone = View(view.topology_name, tree, masked, view.flavor_tolerations, default_engine())
+    alone = View(
+        view.topology_name, tree, masked, view.flavor_tolerations, default_engine(), view.label_cache
+    )
     pods: dict[int, int] = {}
     for shape, request in zip(shapes, requests, strict=True):
         if shape.gpus_per_pod not in pods:
