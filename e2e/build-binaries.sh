@@ -4,7 +4,8 @@
 # Usage: build-binaries.sh [kube] [kueue] [cluster]     (no argument: kube and kueue, what CI needs)
 #   kube    = kube-apiserver, kubectl, etcd
 #   kueue   = kueue (sigs.k8s.io/kueue/cmd/kueue)
-#   cluster = kwok, kube-controller-manager, scheduler-plugins' kube-scheduler (opt-in; make e2e-cluster)
+#   cluster = kwok, kube-controller-manager, scheduler-plugins' kube-scheduler and controller
+#             (opt-in; make e2e-cluster)
 #
 # They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
@@ -13,6 +14,7 @@
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kwok-<version>/                  kwok
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-controller-manager-<version>/ kube-controller-manager
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/scheduler-plugins-<version>/     kube-scheduler
+#                                                              scheduler-plugins-controller
 # so the ~400 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
 # and e2e/kueue.py compute the same directories from the same go.mod files, so they can never
 # disagree. Kueue has a directory of its own because its version moves independently of Kubernetes'.
@@ -37,7 +39,7 @@ for arg in "$@"; do
     kube) want_kube=1 ;;
     kueue) want_kueue=1 ;;
     cluster) want_cluster=1 ;;
-    -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$arg' (want: kube, kueue, cluster)" ;;
   esac
 done
@@ -95,7 +97,7 @@ fi
 if (( want_cluster )); then
   echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
   echo "  k8s.io/kubernetes         $kube_version  -> $kcm_out/kube-controller-manager"
-  echo "  sigs.k8s.io/scheduler-plugins $sched_version -> $sched_out/kube-scheduler"
+  echo "  sigs.k8s.io/scheduler-plugins $sched_version -> $sched_out/kube-scheduler, $sched_out/scheduler-plugins-controller"
 fi
 
 lock() {  # lock <fd> <output dir>: create the dir and hold its lock on fd for the rest of the section
@@ -116,8 +118,9 @@ total_start=$(date +%s)
 built=()
 
 # build <output dir> <module dir> <binary name> <package> <module@version> <ldflags> <run-check args...>
-# The run check executes the fresh binary with those arguments and must exit 0. It must never
-# start a server (kueue with stray arguments would connect to whatever ~/.kube/config names).
+# The run check executes the fresh binary with those arguments and must exit 0 (or $check_exit,
+# set on the call, for a binary whose --help exits 2). It must never start a server (kueue with
+# stray arguments would connect to whatever ~/.kube/config names).
 build() {
   local out=$1 dir=$2 name=$3 pkg=$4 stamp_text=$5 ldflags=$6
   shift 6
@@ -137,7 +140,9 @@ build() {
   (cd "$dir" && "$go" build -p "$ncpu" -trimpath -ldflags="$ldflags" -o "$bin.tmp" "$pkg") \
     || die "'go build $pkg' failed in $dir"
   step="checking $name runs"
-  "$bin.tmp" "$@" >/dev/null 2>&1 || die "$bin.tmp was built but '$name $*' does not exit 0"
+  local rc=0
+  "$bin.tmp" "$@" >/dev/null 2>&1 || rc=$?
+  (( rc == ${check_exit:-0} )) || die "$bin.tmp was built but '$name $*' exits $rc, not ${check_exit:-0}"
   mv -f "$bin.tmp" "$bin"
   printf '%s\n' "$stamp_text" > "$stamp"
   local t2; t2=$(date +%s)
@@ -220,6 +225,11 @@ if (( want_cluster )); then
   build "$sched_out" "$tools/scheduler" kube-scheduler sigs.k8s.io/scheduler-plugins/cmd/scheduler \
     "sigs.k8s.io/scheduler-plugins@$sched_version k8s.io/kubernetes@$sched_kube_version" \
     "-s -w -X k8s.io/component-base/version.gitVersion=$sched_kube_version" --version
+  # The PodGroup/ElasticQuota controller (it writes PodGroup status: phase, scheduled, running ...).
+  # Same module, so it reuses the scheduler's compiled packages. It has no --version flag; --help
+  # prints the flags and exits 2 (pflag's ErrHelp under ExitOnError) before reading any kubeconfig.
+  check_exit=2 build "$sched_out" "$tools/scheduler" scheduler-plugins-controller sigs.k8s.io/scheduler-plugins/cmd/controller \
+    "sigs.k8s.io/scheduler-plugins@$sched_version k8s.io/kubernetes@$sched_kube_version" "-s -w" --help
   printf 'scheduler-plugins=%s\ngo=%s\n' "$sched_version" "$go_version" > "$sched_out/VERSIONS.tmp"
   mv -f "$sched_out/VERSIONS.tmp" "$sched_out/VERSIONS"
   exec 5>&-

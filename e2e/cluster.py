@@ -1,4 +1,4 @@
-"""The rest of a cluster around a running ControlPlane: kube-controller-manager, kwok, and a gang scheduler.
+"""The rest of a cluster around a running ControlPlane: kube-controller-manager, kwok, a gang scheduler.
 
 Where gangs are followed after admission (``make e2e-cluster``, tests/e2e_cluster). Each component is a
 plain process with the control plane's admin kubeconfig, wired the way /work/shared/CLUSTER_E2E.md
@@ -14,8 +14,14 @@ found to work:
 - **scheduler-plugins** v0.34.7's kube-scheduler (``e2e/tools/scheduler``) with Coscheduling in two
   profiles (``default-scheduler`` and ``scheduler-plugins-scheduler``, identical, because profiles
   must share a queue sort plugin), after the PodGroup CRD from ../shared/crds is installed. Pods
-  join a gang with the label ``scheduling.x-k8s.io/pod-group: <PodGroup>``. The scheduler-plugins
-  controller is not run, so PodGroup ``status`` stays empty.
+  join a gang with the label ``scheduling.x-k8s.io/pod-group: <PodGroup>``.
+- the **scheduler-plugins controller** v0.34.7 (same module, ``cmd/controller``), after the
+  ElasticQuota CRD is installed too (it reconciles both kinds and does not start without either).
+  It writes what a real cluster shows in PodGroup ``status``: ``phase`` ("" → ``Pending`` →
+  ``Scheduling`` once minMember pods exist → ``Running`` once minMember run; ``Finished``,
+  ``Failed``), ``running``/``succeeded``/``failed`` counts, ``occupiedBy`` and
+  ``scheduleStartTime``. v0.34.7 has no ``scheduled`` count and no ``PreScheduling``/``Scheduled``
+  phases (older releases did). Leader election off, metrics and health servers off (``0``).
 
 Usage::
 
@@ -23,8 +29,9 @@ Usage::
         cluster.add_node("n0")
         ...
 
-Logs go to ``<cp.dir>/cluster/{kube-controller-manager,kwok,kube-scheduler}.log``. ``stop()`` (also
-``__exit__`` and ``atexit``) stops them in reverse start order. Missing binaries raise
+Logs go to ``<cp.dir>/cluster/<name>.log`` (kube-controller-manager, kwok, kube-scheduler,
+scheduler-plugins-controller). ``stop()`` (also ``__exit__`` and ``atexit``) stops them in reverse
+start order. Missing binaries raise
 ``BinariesMissingError`` naming ``bash e2e/build-binaries.sh cluster``; nothing is skipped.
 """
 
@@ -61,7 +68,7 @@ from e2e.kueue import SHARED_CRDS, go_command, install_crds
 
 KWOK_MODULE = "sigs.k8s.io/kwok"
 SCHEDULER_MODULE = "sigs.k8s.io/scheduler-plugins"
-CLUSTER_BIN_ENV = "TASGATE_E2E_CLUSTER_BIN"  # one directory holding all three binaries, trusted as is
+CLUSTER_BIN_ENV = "TASGATE_E2E_CLUSTER_BIN"  # one directory holding all four binaries, trusted as is
 KWOK_STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
     "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -76,6 +83,10 @@ CONTROLLERS = (
     "namespace-controller",
 )
 PODGROUP_CRD = "scheduling.x-k8s.io_podgroups.yaml"
+ELASTICQUOTA_CRD = "scheduling.x-k8s.io_elasticquotas.yaml"  # the controller watches it as well
+# The controller's client defaults (qps 5, burst 10) throttle it to a patch pair every ~0.4 s;
+# a test gang's pod events then take seconds to show in the PodGroup's status.
+CONTROLLER_QPS, CONTROLLER_BURST = 50, 100
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 SCHEDULER_PROFILES = ("default-scheduler", "scheduler-plugins-scheduler")
 PERMIT_WAITING_TIME_SECONDS = 10
@@ -95,6 +106,7 @@ class ClusterBinaries:
     kwok: Path
     kube_controller_manager: Path
     kube_scheduler: Path
+    pod_group_controller: Path
 
 
 def pinned_cluster_versions() -> dict[str, str]:
@@ -114,11 +126,13 @@ def cluster_cache_dirs() -> dict[str, Path]:
         "kwok": root / f"kwok-{versions['kwok']}",
         "kube-controller-manager": root / f"kube-controller-manager-{versions['kubernetes']}",
         "kube-scheduler": root / f"scheduler-plugins-{versions['scheduler-plugins']}",
+        "scheduler-plugins-controller": root / f"scheduler-plugins-{versions['scheduler-plugins']}",
     }
 
 
 def find_cluster_binaries() -> ClusterBinaries:
-    """kwok, kube-controller-manager and kube-scheduler from ``$TASGATE_E2E_CLUSTER_BIN`` or the cache."""
+    """kwok, kube-controller-manager, kube-scheduler and scheduler-plugins-controller from
+    ``$TASGATE_E2E_CLUSTER_BIN`` or the cache."""
     override = os.environ.get(CLUSTER_BIN_ENV)
     dirs = cluster_cache_dirs()
     if override:
@@ -133,12 +147,13 @@ def find_cluster_binaries() -> ClusterBinaries:
         raise BinariesMissingError(
             f"cluster binaries missing: {', '.join(missing)}. Build them with "
             f"`bash {_display(BUILD_SCRIPT)} cluster` (cold build: about 5 min on 2 cores; cached "
-            f"afterwards), or set {CLUSTER_BIN_ENV} to a directory holding all three."
+            f"afterwards), or set {CLUSTER_BIN_ENV} to a directory holding all four."
         )
     return ClusterBinaries(
         dirs["kwok"] / "kwok",
         dirs["kube-controller-manager"] / "kube-controller-manager",
         dirs["kube-scheduler"] / "kube-scheduler",
+        dirs["scheduler-plugins-controller"] / "scheduler-plugins-controller",
     )
 
 
@@ -206,7 +221,8 @@ def scheduler_configuration(kubeconfig: Path) -> dict[str, Any]:
 
 
 class Cluster:
-    """kube-controller-manager, kwok and the Coscheduling scheduler against ``cp`` (which must run)."""
+    """kube-controller-manager, kwok, the Coscheduling scheduler and the PodGroup controller against
+    ``cp`` (which must run)."""
 
     def __init__(self, cp: ControlPlane, *, binaries: ClusterBinaries | None = None) -> None:
         self.cp = cp
@@ -231,7 +247,7 @@ class Cluster:
         self.stop()
 
     def start(self) -> None:
-        """kwok, kube-controller-manager, the PodGroup CRD, then the scheduler (the recipe's order)."""
+        """kwok, kube-controller-manager, the CRDs, the scheduler, then the PodGroup controller."""
         if not self.cp.running():
             raise ClusterError("the control plane is not running")
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -243,12 +259,13 @@ class Cluster:
             stages.write_text(kwok_stages_yaml())
             self._launch("kwok", self._kwok_argv(stages))
             self._launch("kube-controller-manager", self._kcm_argv())
-            install_crds(self.cp, [SHARED_CRDS / PODGROUP_CRD])
+            install_crds(self.cp, [SHARED_CRDS / PODGROUP_CRD, SHARED_CRDS / ELASTICQUOTA_CRD])
             config = self.dir / "scheduler-config.yaml"
             config.write_text(yaml.safe_dump(scheduler_configuration(self.cp.kubeconfig), sort_keys=False))
             self._launch(
                 "kube-scheduler", [str(self.binaries.kube_scheduler), f"--config={config}", "--secure-port=0"]
             )
+            self._launch("scheduler-plugins-controller", self._controller_argv())
             time.sleep(_START_GRACE)
             self.check_alive()
         except BaseException:
@@ -300,6 +317,16 @@ class Cluster:
             f"--root-ca-file={self.cp.ca_path}",
             f"--controllers={','.join(CONTROLLERS)}",
         ]
+
+    def _controller_argv(self) -> list[str]:
+        return [
+            str(self.binaries.pod_group_controller),
+            f"--kubeconfig={self.cp.kubeconfig}",
+            "--metricsAddr=0",  # controller-runtime: "0" serves no metrics (default :8080)
+            "--probeAddr=0",  # and no health probes (default :8081)
+            f"--qps={CONTROLLER_QPS}",
+            f"--burst={CONTROLLER_BURST}",
+        ]  # leader election is off unless --enableLeaderElection
 
     # -- objects --
 

@@ -1,4 +1,9 @@
-"""kwok Nodes become Ready; Coscheduling binds a complete gang of Job Pods and holds an incomplete one.
+"""kwok Nodes become Ready; Coscheduling binds a complete gang of Job Pods and holds an incomplete one;
+the scheduler-plugins controller writes each PodGroup's phase and counts.
+
+Both gangs' PodGroups are named ``g`` (in two namespaces), which shows a trait of the v0.34.7
+controller worth knowing: it lists a group's pods by label in every namespace (no namespace in
+its List), so the short gang's PodGroup counts the other gang's pods.
 
 One control plane and one Cluster for the module. Binaries must exist: a missing build fails
 (``pytest.fail``), it is never skipped.
@@ -78,6 +83,11 @@ def _create(cluster: Cluster, *objects: dict[str, Any]) -> None:
     cluster.cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(objects))
 
 
+def _pod_group_status(cluster: Cluster, namespace: str) -> dict[str, Any]:
+    obj = cluster.cp.kubectl_json("get", "podgroups.scheduling.x-k8s.io", "g", "-n", namespace)
+    return dict(obj.get("status") or {})
+
+
 def _summary(pods: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
     return [(p["metadata"]["name"], p["status"].get("phase", ""), p["spec"].get("nodeName")) for p in pods]
 
@@ -104,6 +114,9 @@ def test_complete_gang_is_scheduled_and_running(cluster: Cluster) -> None:
     # pod-complete is not a kwok stage here, so the Pods stay Running and the Job active.
     time.sleep(2)
     assert all(p["status"].get("phase") == "Running" for p in _job_pods(cluster, namespace, "job"))
+    # By now the controller has seen both pods run (it omits a count of 0).
+    status = _pod_group_status(cluster, namespace)
+    assert (status.get("phase"), status.get("running")) == ("Running", 2), status
 
 
 def test_incomplete_gang_stays_pending(cluster: Cluster) -> None:
@@ -126,3 +139,9 @@ def test_incomplete_gang_stays_pending(cluster: Cluster) -> None:
     events = cluster.cp.kubectl_json("get", "events", "-n", namespace)["items"]
     reasons = {e.get("reason") for e in events}
     assert "FailedScheduling" in reasons, sorted(r for r in reasons if r)
+    # 2 pods of minMember 3 would stay Pending, but the controller also counts gang-ok's 2 running
+    # pods of a PodGroup "g": 4 >= 3 pods, 2 < 3 running, so Scheduling with running 2.
+    status = _pod_group_status(cluster, namespace)
+    assert (status.get("phase"), status.get("running")) == ("Scheduling", 2), status
+    # occupiedBy is the owner of whichever pod that list returns first, in either namespace.
+    assert status.get("occupiedBy") in ("gang-ok/job", f"{namespace}/job"), status

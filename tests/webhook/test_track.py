@@ -1,8 +1,10 @@
 """Lifecycle classification (webhook/track) on objects as the real components leave them.
 
 ``manifests/lifecycle`` holds the Workloads, Pods and PodGroups of tests/e2e_cluster/test_lifecycle.py
-at the end of its run (real Kueue v0.19.2, kube-controller-manager, kwok, Coscheduling):
-``run`` running, ``partial`` 2 of 4 pods running, ``wide`` queued on a rack that was deleted.
+at the end of its run (real Kueue v0.19.2, kube-controller-manager, kwok, Coscheduling, and the
+scheduler-plugins controller writing PodGroup status): ``run`` running, ``partial`` 2 of 4 pods
+running, ``wide`` queued on a rack that was deleted; ``assembling.yaml`` holds ``held``, admitted
+with no room to bind (PodGroup phase ``Scheduling``).
 ``manifests/kueue_stored`` holds an admitted Workload captured without any pods.
 """
 
@@ -24,7 +26,7 @@ from webhook.track.classify import Gang, State, classify
 from webhook.track.compare import REASONS, compare
 from webhook.track.ledger import Ledger
 from webhook.track.predict import Assessment, PodSetFigure
-from webhook.track.records import parse_pod, parse_workload, timestamp
+from webhook.track.records import parse_pod, parse_pod_group, parse_workload, timestamp
 
 from .conftest import GPU, HOST, MANIFESTS, kueue_objects, node
 
@@ -42,6 +44,15 @@ def _captured() -> Ledger:
     ledger.replace("workloads", _docs(LIFECYCLE / "workloads.yaml"))
     ledger.replace("pods", _docs(LIFECYCLE / "pods.yaml"))
     ledger.replace("podgroups", _docs(LIFECYCLE / "podgroups.yaml"))
+    return ledger
+
+
+def _captured_apart(file: str) -> Ledger:
+    """A gang captured with its Workload, Pods and PodGroup in one file."""
+    docs = _docs(LIFECYCLE / file)
+    ledger = Ledger()
+    for kind, lister in (("Workload", "workloads"), ("Pod", "pods"), ("PodGroup", "podgroups")):
+        ledger.replace(lister, [d for d in docs if d["kind"] == kind])
     return ledger
 
 
@@ -80,10 +91,53 @@ def test_captured_gangs_are_running_partial_and_queued() -> None:
     assert partial.status.message.startswith("2 of 4 pods running, 2 pending for ")
     assert "PodGroup partial: minMember 2" in partial.status.message
     assert "Insufficient cpu" in partial.status.message  # the scheduler's own words for the rest
+    # What the scheduler-plugins controller wrote, beside tasgate's own count from the pods.
+    assert run.status.message == "2 of 2 pods running (PodGroup run: minMember 2, phase Running, 2 running)"
+    assert "(PodGroup partial: minMember 2, phase Running, 2 running)" in partial.status.message
     # Without tasgate's figures a queued gang is Kueue's: its QuotaReserved reason, verbatim (v0.19.2
     # writes "Pending" for a TAS wait too; its numbers are in the message).
     assert (wide.status.state, wide.status.reason) == (State.WAITING_QUOTA, "Pending")
     assert 'topology "gpu-topology" allows to fit only 2 out of 4 pod(s)' in wide.status.message
+
+
+def test_captured_pod_groups_carry_the_controllers_phase_and_counts() -> None:
+    groups = {
+        g.name: (g.phase, g.running, g.succeeded, g.failed, g.min_member)
+        for g in map(parse_pod_group, _docs(LIFECYCLE / "podgroups.yaml"))
+    }
+    assert groups == {
+        "run": ("Running", 2, 0, 0, 2),
+        "partial": ("Running", 2, 0, 0, 2),  # minMember run: Running, though 2 more pods pend
+        "wide": ("Pending", 0, 0, 0, 4),  # queued: the Job is suspended, no pods exist
+    }
+
+
+def test_an_admitted_gang_with_no_room_assembles_in_the_controllers_scheduling_phase() -> None:
+    (held,) = _captured_apart("assembling.yaml").tracked(_last_time() + 60, 5.0)
+    assert (held.status.state, held.status.reason) == (State.ASSEMBLING, "Scheduling")
+    assert held.status.message == (
+        "0 of 2 pods scheduled, 0 running (PodGroup held: minMember 2, phase Scheduling, 0 running)"
+    )
+    assert held.gang.group is not None and held.gang.group.phase == "Scheduling"
+
+
+def test_a_pod_group_no_controller_wrote_shows_only_its_spec() -> None:
+    ledger = _captured()
+    run = next(d for d in _docs(LIFECYCLE / "podgroups.yaml") if d["metadata"]["name"] == "run")
+    del run["status"]  # as the API server stores it before the controller's first patch
+    ledger.put_group(run)
+    message = _by_owner(ledger, _last_time() + 60)["run"].status.message
+    assert message == "2 of 2 pods running (PodGroup run: minMember 2)"
+
+
+def test_a_pending_pod_group_shows_no_counts_the_controller_stopped_keeping() -> None:
+    ledger = _captured()
+    run = next(d for d in _docs(LIFECYCLE / "podgroups.yaml") if d["metadata"]["name"] == "run")
+    # What the e2e's eviction leaves: phase back to Pending, running as last counted (seen: 1).
+    run["status"] = {**run["status"], "phase": "Pending", "running": 1}
+    ledger.put_group(run)
+    message = _by_owner(ledger, _last_time() + 60)["run"].status.message
+    assert message.endswith("(PodGroup run: minMember 2, phase Pending)")
 
 
 def test_a_partial_start_needs_the_policy_bound_to_pass() -> None:
@@ -253,6 +307,9 @@ _fields = st.fixed_dictionaries(
                 "conditions": st.lists(_condition, max_size=3) | _json,
                 "admission": _json,
                 "phase": _json,
+                "running": _json,
+                "succeeded": _json,
+                "failed": _json,
             },
         ),
     },

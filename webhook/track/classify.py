@@ -108,7 +108,8 @@ def _admitted(gang: Gang, now: float, partial_start_after: float) -> Status:
     if expected and running + done >= expected:
         ready = wl.condition("PodsReady")
         started = ready.since if ready is not None and ready.true else since
-        return Status(State.RUNNING, "AllRunning", f"{running + done} of {expected} pods running", started)
+        text = f"{running + done} of {expected} pods running{_group(gang.group)}"
+        return Status(State.RUNNING, "AllRunning", text, started)
     if running and pending:
         oldest = min(p.created if p.created is not None else now for p in pending)
         if now - oldest >= partial_start_after:
@@ -124,7 +125,13 @@ def _admitted(gang: Gang, now: float, partial_start_after: float) -> Status:
 
 
 def _group(group: PodGroupRecord | None) -> str:
+    """The PodGroup as its controller reports it, so a reader sees both counts side by side (they
+    differ while the controller lags, and its Running means minMember run, not every pod)."""
     if group is None:
         return ""
-    phase = f", phase {group.phase}" if group.phase else ""
-    return f" (PodGroup {group.name}: minMember {group.min_member}{phase})"
+    status = ""
+    if group.phase:
+        ended = ((group.succeeded, "succeeded"), (group.failed, "failed"))
+        counts = [f"{group.running} running", *(f"{n} {what}" for n, what in ended if n)]
+        status = f", phase {group.phase}" + ("" if group.counts_stale else f", {', '.join(counts)}")
+    return f" (PodGroup {group.name}: minMember {group.min_member}{status})"

@@ -117,15 +117,32 @@ class PodRecord:
 
 @dataclass(frozen=True)
 class PodGroupRecord:
+    """What the gang's PodGroup controller wrote: its ``status`` is the group's own count of the
+    gang, next to the one tasgate makes from the pods. scheduler-plugins v0.34.7's controller writes
+    ``phase`` Pending → Scheduling (minMember pods exist) → Running (minMember run), Finished or
+    Failed, and ``running``/``succeeded``/``failed`` (omitted when 0, not kept up in Pending);
+    Volcano's writes the same
+    three counts with its own phases (Pending, Inqueue, Running, Completed …). An empty ``phase``
+    means no controller has written yet."""
+
     namespace: str
     name: str
     backend: str  # "coscheduling" or "volcano"
     min_member: int
     phase: str = ""
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
         return self.namespace, self.name
+
+    @property
+    def counts_stale(self) -> bool:
+        """scheduler-plugins' controller stops counting once it sets Pending (fewer pods than
+        minMember): the counts stay as they were, e.g. ``running: 1`` after every pod is gone."""
+        return self.backend == "coscheduling" and self.phase == "Pending"
 
 
 def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
@@ -204,7 +221,10 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroupRecord:
         name=str(meta.get("name") or ""),
         backend=backend,
         min_member=_int(spec.get("minMember")),
-        phase=str(status.get("phase") or ""),
+        phase=_clip(status.get("phase") or ""),
+        running=_int(status.get("running")),
+        succeeded=_int(status.get("succeeded")),
+        failed=_int(status.get("failed")),
     )
 
 

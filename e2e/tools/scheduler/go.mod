@@ -43,7 +43,10 @@ replace (
 	k8s.io/sample-controller => ./unused/sample-controller
 )
 
-tool sigs.k8s.io/scheduler-plugins/cmd/scheduler
+tool (
+	sigs.k8s.io/scheduler-plugins/cmd/controller
+	sigs.k8s.io/scheduler-plugins/cmd/scheduler
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -140,6 +143,7 @@ require (
 	golang.org/x/term v0.30.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
+	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	gonum.org/v1/gonum v0.12.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
