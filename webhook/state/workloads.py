@@ -30,7 +30,7 @@ domain the snapshot does not hold (node gone, NotReady, not selected) is skipped
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,8 +168,3 @@ def _scaled(single: Mapping[str, int], count: int) -> Shape:
     requests = {name: amount * count for name, amount in single.items() if amount}
     requests[PODS] = requests.get(PODS, 0) + count
     return tuple(sorted(requests.items()))
-
-
-def all_usage(workloads: Iterable[Mapping[str, Any]]) -> tuple[AssignedUse, ...]:
-    """The assigned usage of many Workloads, in order."""
-    return tuple(use for workload in workloads for use in workload_usage(workload))
