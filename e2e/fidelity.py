@@ -23,8 +23,11 @@ namespaceSelector, not from Kueue's: a workload tasgate refuses is created there
 alone does with it.
 
 Usage pods are bound Pods (``spec.nodeName``), which both tasgate and Kueue's non-TAS usage cache
-count. Kueue's cache is filled by a reconciler of its own, so ``Fidelity.sync_kueue_pods`` waits for
-its log line (Kueue runs at ``--zap-log-level=3``) rather than sleeping.
+count. There is no kube-controller-manager: an admitted Job makes no pods, and what an admitted
+Workload holds is its TopologyAssignment alone, which Kueue counts at once (and so must tasgate:
+dumps include the Workloads). Kueue's cache is filled by a reconciler of its own, so
+``Fidelity.sync_kueue_pods`` waits for its log line (Kueue runs at ``--zap-log-level=3``) rather
+than sleeping.
 """
 
 from __future__ import annotations
@@ -630,15 +633,17 @@ class Fidelity:
 
     # -- tasgate's prediction --
 
-    def dump(self) -> Path:
-        """``kubectl get`` of nodes, pods, namespaces and Kueue's objects now: the documented dump."""
+    def dump(self, *, workloads: bool = True) -> Path:
+        """``kubectl get`` of nodes, pods, namespaces and Kueue's objects now: the documented dump,
+        with Kueue's Workloads (whose admitted assignments are usage) unless ``workloads=False``."""
         self._dumps += 1
         directory = self.workdir / f"dump-{self._dumps:03d}"
         directory.mkdir()
         core = self.cp.kubectl("get", "nodes,pods,namespaces", "-A", "-o", "yaml").stdout
-        kueue = self.cp.kubectl(
-            "get", "topologies,resourceflavors,clusterqueues,localqueues", "-A", "-o", "yaml"
-        ).stdout
+        kinds = "topologies,resourceflavors,clusterqueues,localqueues" + (
+            f",{WORKLOADS}" if workloads else ""
+        )
+        kueue = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
         (directory / "core.yaml").write_text(core)
         (directory / "kueue.yaml").write_text(kueue)
         return directory

@@ -2,8 +2,10 @@
 
 Pods start and finish all the time while nodes rarely change: the trees of a `Cluster` are
 built once per node-set change, and a pod event only moves the free capacity of its node's
-leaf, O(resources), instead of a rebuild of the cluster. `publish` hands out a copy, so a
-published `Cluster` never changes under a decision that is reading it.
+leaf, O(resources), instead of a rebuild of the cluster. An admitted Workload's assignment
+names leaf domains, not nodes (`add_domain`): the hostname when the lowest level is the
+hostname, else the values of every level. `publish` hands out a copy, so a published `Cluster`
+never changes under a decision that is reading it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from scorer.cluster import Cluster
 class FreeLedger:
     """The ``now`` free capacity of one `Cluster`, updated in place by the writer only."""
 
-    __slots__ = ("_column", "_leaf_of", "_width", "base", "changed", "free")
+    __slots__ = ("_column", "_leaf_of", "_leaf_of_domain", "_width", "base", "changed", "free")
 
     def __init__(self, base: Cluster) -> None:
         tree = base.now.tree
@@ -27,6 +29,7 @@ class FreeLedger:
         self._width = len(tree.resources)
         self._leaf_of = tree.leaf_of_node
         self._column = {name: col for col, name in enumerate(tree.resources)}
+        self._leaf_of_domain: dict[object, int] | None = None  # built on the first `add_domain`
 
     def add(self, node: str, requests: Iterable[tuple[str, int]], sign: int) -> None:
         """``sign`` +1: a pod with ``requests`` (resource, amount pairs) now uses ``node``; -1:
@@ -36,8 +39,27 @@ class FreeLedger:
         has are no part of its free capacity, as in a fresh build.
         """
         leaf = self._leaf_of.get(node)
-        if leaf is None:
-            return
+        if leaf is not None:
+            self._move(leaf, requests, sign)
+
+    def add_domain(self, values: tuple[str, ...], requests: Iterable[tuple[str, int]], sign: int) -> None:
+        """As `add`, for a leaf domain named by its level values, as Kueue keys its leaves: by
+        the last value (the hostname) when the lowest level is the hostname, else by all of them.
+
+        A domain the view does not hold (its nodes gone, NotReady, not selected) is skipped, as
+        Kueue skips it.
+        """
+        tree = self.base.now.tree
+        if self._leaf_of_domain is None:
+            paths = (tree.leaf_path(leaf) for leaf in range(tree.n_leaves))
+            keyed = (p[-1] for p in paths) if tree.hostname_leaves else paths
+            self._leaf_of_domain = {key: leaf for leaf, key in enumerate(keyed)}
+        key: object = values[-1] if tree.hostname_leaves else tuple(values)
+        leaf = self._leaf_of_domain.get(key)
+        if leaf is not None:
+            self._move(leaf, requests, sign)
+
+    def _move(self, leaf: int, requests: Iterable[tuple[str, int]], sign: int) -> None:
         base = leaf * self._width
         column = self._column
         free = self.free

@@ -5,7 +5,7 @@ registered with both of its production webhook configurations. For every row of 
 
 1. the prediction: ``tasgate check -o json`` on a dump of the cluster as it is at that moment
    (``kubectl get nodes,pods,namespaces -A`` and ``kubectl get topologies,resourceflavors,
-   clusterqueues,localqueues -A``), the documented offline mode;
+   clusterqueues,localqueues,workloads -A``), the documented offline mode;
 2. the live webhook must decide the same (a server-side dry run, until its mirror caught up);
 3. ``kubectl apply`` through both webhooks, then Kueue decides, polled:
 
@@ -13,7 +13,8 @@ registered with both of its production webhook configurations. For every row of 
      topology assignment (pods per hostname) equal tasgate's predicted flavor and ``now`` placement;
      Kueue's start UPDATE (unsuspend, node selectors, scheduling gates) passes tasgate;
    - tasgate allows with "waits": the Workload stays pending for a few seconds; the usage pods that
-     hold the capacity are deleted; Kueue admits it where a fresh prediction says;
+     hold the capacity are deleted (and the gang admitted before it, if any); Kueue admits it where
+     a fresh prediction says;
    - tasgate denies: the refusal carries tasgate's message; the same object created in a namespace
      tasgate's webhooks exclude (``tasgate-system``) stays pending in Kueue with Kueue's own reason.
 
@@ -99,6 +100,8 @@ class Row:
     such a row is never held back as "waits": Kueue admits what fits now.
     ``flavors``: the flavor Kueue must pick per PodSet, as a check of the row's design.
     ``offset_at``: path to a template Kueue marks with ``pod-index-offset: "1"``.
+    ``before``: a gang Kueue admits just before the case (no kube-controller-manager here: it has
+    no pods, only its TopologyAssignment holds capacity, as right after any admission).
     """
 
     obj: dict[str, Any]
@@ -110,6 +113,7 @@ class Row:
     counts: Mapping[str, int] | None = None
     flavors: Mapping[str, str] | None = None
     offset_at: tuple[str, ...] = ()
+    before: dict[str, Any] | None = None
 
 
 def fits(obj: dict[str, Any], **kw: Any) -> Row:
@@ -127,6 +131,20 @@ LAYERS = json.dumps([{"topology": RACK, "size": 8}, {"topology": HOST, "size": 2
 ONE_PER_RACK = {f"b{b}-r{r}-h0": 8 for b in range(2) for r in range(RACKS_PER_BLOCK)}
 
 ROWS: dict[str, Row] = {
+    # Kueue counts an admitted gang's assignment at once, pods or not: a second gang that needs
+    # the block the first was just given waits (block 1 is one host short), until the first goes.
+    "gang-waits-for-the-gang-admitted-before-it": Row(
+        job("gang-waits-for-the-gang-admitted-before-it", 16, {REQUIRED: BLOCK}),
+        True,
+        frozenset({"waits"}),
+        usage={"b1-r0-h0": 8},
+        before=job("gang-admitted-first", 16, {REQUIRED: BLOCK}),
+    ),
+    # ... and one that fits beside it goes to another rack than the one the first was given.
+    "gang-placed-beside-the-gang-admitted-before-it": fits(
+        job("gang-placed-beside-the-gang-admitted-before-it", 4, RACK_REQUIRED),
+        before=job("rack-gang-admitted-first", 4, RACK_REQUIRED),
+    ),
     "job-required-rack": fits(job("job-required-rack", 4, RACK_REQUIRED)),
     "job-required-block": fits(job("job-required-block", 10, {REQUIRED: BLOCK})),
     "job-preferred-rack-spills": fits(job("job-preferred-rack-spills", 6, {PREFERRED: RACK})),
@@ -350,6 +368,8 @@ def allowed_case(
             raise AssertionError(f"tasgate predicted 'waits' ({describe(verdict)}): {exc}") from None
         world.remove_usage(pods)
         pods.clear()
+        if row.before is not None:
+            world.delete(row.before)
         verdict = world.check(obj)  # the cluster as it is now: where Kueue will put it
     try:
         outcomes = world.wait_outcome(obj, admitted=True)
@@ -389,7 +409,10 @@ def test_tasgate_verdict_equals_kueue(world: Fidelity, row: Row) -> None:
     assert world.no_workloads_left(), "a previous case left Workloads behind"
     obj = row.obj
     pods = world.add_usage(row.usage)
+    leftovers = [obj, in_namespace(obj, BYPASS_NS), *([row.before] if row.before else [])]
     try:
+        if row.before is not None:
+            admit_first(world, row.before)
         verdict = world.check(obj)
         world.sync_live(obj, verdict)
         result = world.apply(obj)
@@ -417,9 +440,16 @@ def test_tasgate_verdict_equals_kueue(world: Fidelity, row: Row) -> None:
             f"the row was designed for {designed}; tasgate said {describe(verdict)}"
         )
     except BaseException:
-        world.cleanup([obj, in_namespace(obj, BYPASS_NS)], pods, strict=False)
+        world.cleanup(leftovers, pods, strict=False)
         raise
-    world.cleanup([obj, in_namespace(obj, BYPASS_NS)], pods, strict=True)
+    world.cleanup(leftovers, pods, strict=True)
+
+
+def admit_first(world: Fidelity, obj: dict[str, Any]) -> None:
+    """Create ``obj`` and wait until Kueue admitted it (its assignment then holds capacity)."""
+    created = world.apply(obj)
+    assert created.returncode == 0, created.stderr
+    world.wait_outcome(obj, admitted=True)
 
 
 # --- Kueue's own UPDATEs ---------------------------------------------------------------------------

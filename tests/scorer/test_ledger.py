@@ -72,3 +72,38 @@ def test_publish_copies_so_a_published_cluster_never_changes() -> None:
     second = ledger.publish(2)
     assert list(first.now.free) == [4, 9] and list(second.now.free) == [0, 8]
     assert ledger.publish(3) is second, "nothing changed: the same cluster"
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories())
+def test_a_domain_names_the_leaf_its_nodes_share(history: tuple) -> None:
+    """An assignment names a leaf as Kueue keys it (the hostname, or every level's value): the
+    ledger moves the same leaf as a pod on any of its nodes would; an unknown domain moves none."""
+    lvls, found, events = history
+    bare = [replace(n, usage={}) for n in found]
+    base = Cluster.build("t", lvls, bare, usage={})
+    by_domain, by_node = FreeLedger(base), FreeLedger(base)
+    for index, requests, remove in events:
+        if index >= len(bare):
+            by_domain.add_domain(("nowhere",) * len(lvls), requests.items(), 1)
+            continue
+        node = bare[index]
+        if node.name not in base.now.tree.leaf_of_node:
+            continue  # not in the view (its domain may still be, through other nodes)
+        values = tuple(node.labels[level] for level in lvls)
+        domain = (values[-1],) if lvls[-1] == HOSTNAME_LABEL else values
+        sign = -1 if remove else 1
+        by_domain.add_domain(domain, requests.items(), sign)
+        by_node.add(node.name, requests.items(), sign)
+    assert list(by_domain.publish(1).now.free) == list(by_node.publish(1).now.free)
+
+
+def test_a_coarser_leaf_is_named_by_every_level_value() -> None:
+    nodes = [
+        Node(f"h{i}", {"block": "b", "rack": f"r{i // 2}"}, {"nvidia.com/gpu": 8, "pods": 10})
+        for i in range(4)
+    ]
+    ledger = FreeLedger(Cluster.build("t", ("block", "rack"), nodes))
+    ledger.add_domain(("b", "r1"), {"nvidia.com/gpu": 12, "pods": 2}.items(), 1)
+    ledger.add_domain(("r1",), {"nvidia.com/gpu": 1}.items(), 1)  # not a full path: no leaf
+    assert list(ledger.publish(1).now.free) == [16, 20, 4, 18]

@@ -2,9 +2,10 @@
 
 Watch events land here (`commit` of a paged list, `apply` per event); when something changed,
 `publish_forever` swaps a new `ClusterState` into the `StateHolder`, so admission requests
-never wait. A pod event costs its node's usage and leaf (`live.usage`), published as a new
-generation sharing the trees; a node or Kueue object change rebuilds the state and every
-snapshot on a worker thread. Node parses are cached by resourceVersion.
+never wait. A pod event costs its node's usage and leaf, a Workload's admission or finish its
+assigned leaves (`live.usage`), published as a new generation sharing the trees; a node or
+Kueue object change rebuilds the state and every snapshot on a worker thread. Node parses are
+cached by resourceVersion.
 
 Freshness means "the watches are connected and current": a kind whose watch is open counts as
 fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
@@ -25,8 +26,8 @@ from scorer import Engine
 from scorer.model import Node
 from webhook.live import heap
 from webhook.live.holder import StateHolder
-from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use
-from webhook.live.usage import UsageBook
+from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_use
+from webhook.live.usage import Assigned, UsageBook
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.fields import metadata
 from webhook.wire.errors import InvalidObject
@@ -41,6 +42,7 @@ DefaultLevels = Callable[[ClusterState], Iterable[tuple[str, tuple[str, ...]]]]
 class _Inputs:
     nodes: list[Node]
     usage: Mapping[str, Mapping[str, int]]
+    assigned: Assigned
     others: list[Mapping[str, Any]]
     generation: int
     engine: Engine | None
@@ -55,7 +57,9 @@ def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> Cluster
 
 def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
     nodes = sorted(inputs.nodes, key=lambda node: node.name)
-    state = build_state(inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage)
+    state = build_state(
+        inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage, inputs.assigned
+    )
     return state if defaults is None else state.prepare(defaults(state))
 
 
@@ -63,7 +67,7 @@ class Mirror:
     """Parsed objects per kind; the single writer of the published state.
 
     Two kinds of change: *structure* (nodes, Kueue objects, namespaces, ...) rebuilds the state
-    and its snapshots on a worker thread; *usage* (pods) is applied to the `UsageBook` as it
+    and its snapshots on a worker thread; *usage* (pods, Workloads) is applied to the `UsageBook` as it
     arrives and published as a new generation sharing the trees, on the loop, in well under a
     millisecond.
     """
@@ -112,6 +116,8 @@ class Mirror:
             self.nodes = listing.nodes
         elif kind == "pods":
             self.usage.replace(listing.pods)
+        elif kind == "workloads":
+            self.usage.replace_workloads(listing.workloads)
         self.structure_changed = True  # a relist is rare: rebuild whatever it was
         self.absent.discard(kind)
         self.healthy(kind)
@@ -124,6 +130,10 @@ class Mirror:
         if kind == "pods":
             use = None if event == "DELETED" else pod_use(obj)
             if self.usage.set(key_of(obj), use):
+                self.dirty.set()
+            return
+        if kind == "workloads":
+            if self.usage.set_workload(key_of(obj), () if event == "DELETED" else workload_use(obj)):
                 self.dirty.set()
             return
         key = key_of(obj)
@@ -144,6 +154,8 @@ class Mirror:
             log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
         self.absent.add(kind)
         self.raw[kind] = {}
+        if kind == "workloads":
+            self.usage.replace_workloads(None)  # no Kueue: its pods count on their nodes
         self.connected(kind)  # known absent, re-checked periodically: current until a check fails
         self.structure_changed = True
         self.dirty.set()
@@ -179,14 +191,16 @@ class Mirror:
 
     def build(self) -> ClusterState:
         """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""
-        return _assemble(self._inputs(dict(self.usage.totals)))
+        return _assemble(self._inputs((dict(self.usage.totals), self.usage.assigned)))
 
-    def _inputs(self, usage: Mapping[str, Mapping[str, int]]) -> _Inputs:
+    def _inputs(self, usage: tuple[Mapping[str, Mapping[str, int]], Assigned]) -> _Inputs:
         """A consistent copy of what a build reads, taken on the event loop (shallow: cheap)."""
         self.generation += 1
         others = [o for objs in self.raw.values() for o in objs.values()]
         nodes = [node for _, node in self.nodes.values()]  # sorted off the loop, in `_assemble`
-        return _Inputs(nodes, usage, others, self.generation, self.engine, frozenset(self.absent))
+        return _Inputs(
+            nodes, usage[0], usage[1], others, self.generation, self.engine, frozenset(self.absent)
+        )
 
     async def publish_forever(self) -> None:
         """Publish after changes (debounced) and keep the holder's freshness current."""

@@ -1,7 +1,8 @@
 """What the mirror keeps of each watched object, and lists read page by page.
 
-Nodes are kept parsed, pods as their usage, PodGroups not at all (only whether their CRD is
-served), Namespaces as name and labels; the rest (Kueue objects, LimitRanges, runtimes) whole.
+Nodes are kept parsed, pods as their usage, Workloads as the leaf domains their admission takes
+(`state.workloads`), PodGroups not at all (only whether their CRD is served), Namespaces as name
+and labels; the rest (Kueue objects, LimitRanges, runtimes) whole.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scorer.model import Node
-from webhook.live.usage import Use
+from webhook.live.usage import Assigned, Use
 from webhook.state.cluster import parse_node, pod_usage
 from webhook.state.fields import metadata
+from webhook.state.workloads import is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
 
 log = logging.getLogger("tasgate.live")
 
 
-# Kinds the state reads as parsed values (nodes, pod usage) or only needs to know are served
-# (PodGroups): their objects are never kept whole. Memory is then bound by nodes and pods parsed,
-# not by what the API server sends (a Pod object is kilobytes; its usage is a few integers).
-NOT_KEPT = frozenset({"nodes", "pods", "podgroups", "volcanopodgroups"})
+# Kinds the state reads as parsed values (nodes, pod and Workload usage) or only needs to know
+# are served (PodGroups): their objects are never kept whole. Memory is then bound by nodes and
+# pods parsed, not by what the API server sends (a Pod object is kilobytes; its usage is a few
+# integers).
+NOT_KEPT = frozenset({"nodes", "pods", "workloads", "podgroups", "volcanopodgroups"})
 
 
 def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -50,6 +53,7 @@ class Listing:
         self.raw: dict[str, Mapping[str, Any]] = {}
         self.nodes: dict[str, tuple[str, Node]] = {}
         self.pods: dict[str, Use] = {}
+        self.workloads: dict[str, Assigned] = {}  # only those that take something
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
         for obj in items:
@@ -65,6 +69,10 @@ class Listing:
                 use = pod_use(obj)
                 if use is not None:
                     self.pods[key] = use
+            elif self.kind == "workloads":
+                assigned = workload_use(obj)
+                if assigned:
+                    self.workloads[key] = assigned
 
 
 def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
@@ -78,9 +86,20 @@ def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
 
 
 def pod_use(obj: Mapping[str, Any]) -> Use | None:
-    """What a pod uses (its node and requests), None when nothing or (logged) unparseable."""
+    """What a pod uses (its node, requests and whether it is a TAS pod), None when nothing or
+    (logged) unparseable."""
     try:
-        return pod_usage(obj)
+        found = pod_usage(obj)
     except InvalidObject as exc:
         log.error("pod %s ignored: %s", key_of(obj), exc)
         return None
+    return None if found is None else (found[0], found[1], is_tas_pod(obj))
+
+
+def workload_use(obj: Mapping[str, Any]) -> Assigned:
+    """The leaf domains an admitted TAS Workload takes; () when none or (logged) unparseable."""
+    try:
+        return workload_usage(obj)
+    except InvalidObject as exc:
+        log.error("workload %s not counted: %s", key_of(obj), exc)
+        return ()

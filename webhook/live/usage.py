@@ -1,9 +1,17 @@
-"""What the live cluster's pods use: per pod, per node, and in every snapshot the writer keeps.
+"""What the live cluster uses, as Kueue counts it: per pod, per node, per admitted Workload, and
+in every snapshot the writer keeps.
+
+Two sources (`state.workloads` says why these two): bound pods that are not TAS pods count on
+their node; an admitted TAS Workload's assignment counts on each assigned leaf domain from the
+moment Kueue admits it, whether its pods exist yet or not (TAS pods never count on their node,
+so a pod that is both bound and assigned is counted once). Until the Workloads are known
+(listed; never when Kueue is not installed) TAS pods count on their node like any other.
 
 A pod event moves one node's usage and, through a `FreeLedger` per prepared snapshot, the free
-capacity of that node's leaf: O(resources × snapshots), never O(cluster). A node-set change
-rebuilds the snapshots off the event loop from a copy of the per-node totals; the pod events
-that arrive meanwhile are journaled and replayed onto the new ledgers, so none is lost.
+capacity of that node's leaf; a Workload event moves its assigned leaves in the snapshots that
+see them (`Scope`): O(resources × snapshots) per node or domain, never O(cluster). A node-set
+change rebuilds the snapshots off the event loop from a copy of the usage; the events that
+arrive meanwhile are journaled and replayed onto the new ledgers, so none is lost.
 """
 
 from __future__ import annotations
@@ -13,39 +21,46 @@ from collections.abc import Mapping
 
 from scorer.ledger import FreeLedger
 from webhook.state.cluster import ClusterState
+from webhook.state.workloads import AssignedUse, Scope
 
 Requests = Mapping[str, int]
 Shape = tuple[tuple[str, int], ...]  # a pod's requests as sorted pairs: hashable, shared, and
 # (holding only strings and ints) never tracked by the cycle collector, which would otherwise
 # walk 100,000 of them on every full collection and stall the loop.
-Use = tuple[str, Requests]  # (node name, requests of one pod, `pods` included)
-Kept = tuple[str, Shape]
+Use = tuple[str, Requests, bool]  # (node name, requests of one pod with `pods`, whether a TAS pod)
+Kept = tuple[str, Shape, bool]
+Assigned = tuple[AssignedUse, ...]  # one Workload's usage, per leaf domain
 SnapshotKey = tuple[object, ...]
+Change = tuple[str | AssignedUse, Shape, int]  # (node or assigned domain, requests, sign)
 
 
 class UsageBook:
-    """Pod usage, kept by the one writer (the event loop); published as immutable copies."""
+    """Pod and Workload usage, kept by the one writer (the event loop); published as copies."""
 
     def __init__(self) -> None:
         self.pods: dict[str, Kept] = {}
+        self.workloads: dict[str, Assigned] = {}
+        self.tas_pods_count = True  # until the Workloads are known: then theirs count instead
         self.totals: dict[str, Requests] = {}  # node -> summed requests; values never mutated
         self.ledgers: dict[SnapshotKey, FreeLedger] = {}
+        self.scopes: dict[SnapshotKey, Scope] = {}
         self.changed = False  # since the last publish
-        self._journal: list[tuple[str, Shape, int]] | None = None
+        self._journal: list[Change] | None = None
         self._shapes: dict[Shape, Shape] = {}
+        self._assigned: Assigned | None = ()  # every Workload's usage, flattened (None: stale)
 
     def replace(self, pods: Mapping[str, Use]) -> None:
         """A fresh list of pods. The ledgers are dropped: the caller rebuilds the snapshots."""
         self.pods = {key: self._interned(use) for key, use in pods.items()}
-        totals: dict[str, dict[str, int]] = {}
-        for node, shape in self.pods.values():
-            into = totals.setdefault(node, {})
-            for name, amount in shape:
-                into[name] = into.get(name, 0) + amount
-        self.totals = dict(totals)
-        self.ledgers = {}
-        self._journal = None
-        self.changed = True
+        self._recount()
+
+    def replace_workloads(self, workloads: Mapping[str, Assigned] | None) -> None:
+        """A fresh list of Workloads (None: not served, TAS pods count on their nodes). The
+        ledgers are dropped: the caller rebuilds the snapshots."""
+        self.workloads = {key: uses for key, uses in (workloads or {}).items() if uses}
+        self.tas_pods_count = workloads is None
+        self._assigned = None
+        self._recount()
 
     def set(self, key: str, use: Use | None) -> bool:
         """Pod ``key`` now uses ``use`` (None: nothing); whether anything changed."""
@@ -53,19 +68,43 @@ class UsageBook:
         kept = None if use is None else self._interned(use)
         if before == kept:
             return False
-        if before is not None:
+        if before is not None and self._counts(before):
             self._account(before[0], before[1], -1)
         if kept is None:
             self.pods.pop(key, None)
         else:
             self.pods[key] = kept
-            self._account(kept[0], kept[1], 1)
+            if self._counts(kept):
+                self._account(kept[0], kept[1], 1)
         return True
 
-    def begin_rebuild(self) -> dict[str, Requests]:
-        """Per-node usage for a rebuild off the loop; pod events from now on are journaled."""
+    def set_workload(self, key: str, uses: Assigned) -> bool:
+        """Workload ``key`` now takes ``uses`` (empty: nothing); whether anything changed."""
+        before = self.workloads.get(key, ())
+        if before == uses:
+            return False
+        for use in before:
+            self._account_assigned(use, -1)
+        if uses:
+            self.workloads[key] = uses
+        else:
+            self.workloads.pop(key, None)
+        for use in uses:
+            self._account_assigned(use, 1)
+        self._assigned = None
+        return True
+
+    @property
+    def assigned(self) -> Assigned:
+        """Every admitted Workload's usage (a shared tuple, rebuilt after a Workload change)."""
+        if self._assigned is None:
+            self._assigned = tuple(use for uses in self.workloads.values() for use in uses)
+        return self._assigned
+
+    def begin_rebuild(self) -> tuple[dict[str, Requests], Assigned]:
+        """Usage for a rebuild off the loop; events from now on are journaled."""
         self._journal = []
-        return dict(self.totals)
+        return dict(self.totals), self.assigned
 
     def abort_rebuild(self) -> None:
         """The rebuild failed: the ledgers kept every event; stop journaling."""
@@ -74,17 +113,37 @@ class UsageBook:
     def finish_rebuild(self, state: ClusterState) -> None:
         """Keep ledgers of ``state``'s snapshots and replay the journal onto them."""
         journal, self._journal = self._journal or [], None
-        self.ledgers = {key: FreeLedger(cluster) for key, cluster in state.snapshots().items()}
-        for node, requests, sign in journal:
-            for ledger in self.ledgers.values():
-                ledger.add(node, requests, sign)
+        snapshots = state.snapshots()
+        self.ledgers = {key: FreeLedger(cluster) for key, cluster in snapshots.items()}
+        self.scopes = {key: state.scope(key) for key in snapshots}
+        for where, shape, sign in journal:
+            if isinstance(where, str):
+                self._to_ledgers(where, shape, sign)
+            else:
+                self._to_ledgers_assigned(where, sign)
         self.changed = bool(journal)
 
     def publish(self, state: ClusterState, generation: int) -> ClusterState:
         """``state`` with current usage and free capacity; trees shared, arrays copied."""
         snapshots = {key: ledger.publish(generation) for key, ledger in self.ledgers.items()}
         self.changed = False
-        return state.with_usage(dict(self.totals), snapshots, generation)
+        return state.with_usage(dict(self.totals), snapshots, generation, self.assigned)
+
+    def _counts(self, kept: Kept) -> bool:
+        """Whether a pod counts on its node: not a TAS pod, or no Workload is known."""
+        return self.tas_pods_count or not kept[2]
+
+    def _recount(self) -> None:
+        totals: dict[str, dict[str, int]] = {}
+        for kept in self.pods.values():
+            if self._counts(kept):
+                into = totals.setdefault(kept[0], {})
+                for name, amount in kept[1]:
+                    into[name] = into.get(name, 0) + amount
+        self.totals = dict(totals)
+        self.ledgers, self.scopes = {}, {}
+        self._journal = None
+        self.changed = True
 
     def _account(self, node: str, shape: Shape, sign: int) -> None:
         total = dict(self.totals.get(node, ()))
@@ -98,20 +157,34 @@ class UsageBook:
             self.totals[node] = total
         else:
             self.totals.pop(node, None)
-        for ledger in self.ledgers.values():
-            ledger.add(node, shape, sign)
+        self._to_ledgers(node, shape, sign)
         if self._journal is not None:
             self._journal.append((node, shape, sign))
         self.changed = True
 
+    def _account_assigned(self, use: AssignedUse, sign: int) -> None:
+        self._to_ledgers_assigned(use, sign)
+        if self._journal is not None:
+            self._journal.append((use, use.requests, sign))
+        self.changed = True
+
+    def _to_ledgers(self, node: str, shape: Shape, sign: int) -> None:
+        for ledger in self.ledgers.values():
+            ledger.add(node, shape, sign)
+
+    def _to_ledgers_assigned(self, use: AssignedUse, sign: int) -> None:
+        for key, ledger in self.ledgers.items():
+            if self.scopes[key].sees(use):
+                ledger.add_domain(use.values, use.requests, sign)
+
     def _interned(self, use: Use) -> Kept:
         """One shared shape per distinct pod requests and one string per node name: 100,000
         pods in a few dozen shapes cost a few dozen shapes."""
-        node, requests = use
+        node, requests, tas = use
         shape = tuple(sorted(requests.items()))
         found = self._shapes.get(shape)
         if found is None:
             if len(self._shapes) >= 65536:
                 self._shapes.clear()
             found = self._shapes[shape] = shape
-        return sys.intern(node), found
+        return sys.intern(node), found, tas

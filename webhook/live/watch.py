@@ -128,6 +128,8 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
         ),
         Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
         Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
+        # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
+        Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
         # What Kueue applies to pod specs before it counts them.
         Kind("limitranges", "v1", "LimitRange", core("list_limit_range_for_all_namespaces")),
         Kind("runtimeclasses", "node.k8s.io/v1", "RuntimeClass", node("list_runtime_class")),

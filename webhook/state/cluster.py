@@ -1,7 +1,10 @@
 """Cluster state as tasgate needs it, built from plain Kubernetes objects.
 
 The same code reads a `kubectl get -o yaml` dump for `tasgate check` and the objects a live
-watch delivers. Quantities are parsed here, once per object. A state is immutable once built:
+watch delivers. Quantities are parsed here, once per object. Usage is what Kueue counts
+(`state.workloads`): admitted TAS Workloads' assignments per leaf domain, and bound pods that
+are not TAS pods; without any Workload to read (a dump without them, Kueue not installed) every
+bound, non-terminal pod counts from its node. A state is immutable once built:
 the placement engine it scores with is given at build time, and scorer snapshots are built
 once per TAS flavor (under a lock, so concurrent decisions never build twice) and kept for the
 life of the state.
@@ -16,13 +19,15 @@ from fractions import Fraction
 from typing import Any
 
 from scorer import Cluster, Engine
-from scorer.model import PODS, Node, Taint, Toleration
+from scorer.ledger import FreeLedger
+from scorer.model import HOSTNAME_LABEL, PODS, Node, Taint, Toleration
 from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, stored_pod_requests
 from webhook.model.quantity import canonical, parse_quantity
 from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults, runtime_overhead
 from webhook.state.fields import metadata, object_list, string_map
 from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
+from webhook.state.workloads import AssignedUse, Scope, is_tas_pod, workload_usage
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -50,6 +55,8 @@ class ClusterState:
     # Node name -> requests its pods use, when kept apart from the nodes (live mode); else None
     # and each node's own usage counts.
     usage: Mapping[str, Mapping[str, int]] | None = None
+    # Admitted TAS Workloads' usage per leaf domain, subtracted in the snapshots that see it.
+    assigned: tuple[AssignedUse, ...] = ()
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -86,8 +93,34 @@ class ClusterState:
                     self.engine,
                     self.usage,
                 )
+                found = self._with_assigned(key, found)
                 self._snapshots[key] = found
         return found
+
+    def scope(self, key: tuple[object, ...]) -> Scope:
+        """Which assigned usage the snapshot ``key`` (as `snapshots` keys them) sees."""
+        levels_of = {
+            name: topology.levels
+            for name, flavor in self.flavors.items()
+            if (topology := self.topologies.get(flavor.topology_name or "")) is not None and topology.levels
+        }
+        hostname = frozenset(name for name, levels in levels_of.items() if levels[-1] == HOSTNAME_LABEL)
+        kind, name, levels = key[0], key[1], key[2]
+        flavor = str(name) if kind == "flavor" else None
+        return Scope(
+            flavor, tuple(levels) if isinstance(levels, tuple) else (), frozenset(levels_of), hostname
+        )
+
+    def _with_assigned(self, key: tuple[object, ...], cluster: Cluster) -> Cluster:
+        """``cluster`` with the assigned usage its scope sees taken from its free capacity."""
+        if not self.assigned:
+            return cluster
+        scope = self.scope(key)
+        ledger = FreeLedger(cluster)
+        for use in self.assigned:
+            if scope.sees(use):
+                ledger.add_domain(use.values, use.requests, 1)
+        return ledger.publish(self.generation)
 
     def prepare(self, default_levels: Iterable[tuple[str, tuple[str, ...]]] = ()) -> ClusterState:
         """Build every TAS flavor's snapshot (and those of ``default_levels``) now, so no
@@ -111,11 +144,17 @@ class ClusterState:
         usage: Mapping[str, Mapping[str, int]],
         snapshots: Mapping[tuple[object, ...], Cluster],
         generation: int,
+        assigned: tuple[AssignedUse, ...],
     ) -> ClusterState:
-        """The next generation when only pod usage changed: same nodes and objects, the
-        writer's snapshots (trees shared, free capacity current) and their usage."""
+        """The next generation when only usage changed (pods, admitted Workloads): same nodes
+        and objects, the writer's snapshots (trees shared, free capacity current) and usage."""
         return replace(
-            self, usage=usage, generation=generation, _snapshots=dict(snapshots), _lock=threading.Lock()
+            self,
+            usage=usage,
+            assigned=assigned,
+            generation=generation,
+            _snapshots=dict(snapshots),
+            _lock=threading.Lock(),
         )
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
@@ -134,15 +173,21 @@ def build_state(
     nodes: Sequence[Node] | None = None,
     unserved: Iterable[str] = (),
     usage: Mapping[str, Mapping[str, int]] | None = None,
+    assigned: tuple[AssignedUse, ...] | None = None,
 ) -> ClusterState:
-    """Fold any mix of Nodes, Pods, Namespaces and Kueue objects into one state.
+    """Fold any mix of Nodes, Pods, Namespaces, Workloads and Kueue objects into one state.
 
     Objects of other kinds are ignored. A malformed object raises InvalidObject naming it.
     ``nodes``, when given, are already parsed (the live mirror keeps them so), with ``usage``
-    per node name apart from them, and Node and Pod objects in ``objects`` are then not expected.
+    per node name and ``assigned`` (Workloads' usage) apart from them, and Node, Pod and
+    Workload objects in ``objects`` are then not expected. TAS pods count from their nodes only
+    when no Workload is given: their Workloads count them otherwise, as Kueue does.
     """
     raw_nodes: dict[str, Mapping[str, Any]] = {}
     from_pods: dict[str, dict[str, int]] = {}
+    from_tas_pods: dict[str, dict[str, int]] = {}
+    workloads: list[AssignedUse] = []
+    seen_workloads = False
     topologies: dict[str, Topology] = {}
     flavors: dict[str, Flavor] = {}
     cqs: dict[str, ClusterQueue] = {}
@@ -158,7 +203,10 @@ def build_state(
         if kind == "Node" and group == "v1":
             raw_nodes[name] = obj
         elif kind == "Pod" and group == "v1":
-            _add_pod_usage(obj, from_pods)
+            _add_pod_usage(obj, from_tas_pods if is_tas_pod(obj) else from_pods)
+        elif kind == "Workload" and group == KUEUE_GROUP:
+            seen_workloads = True
+            workloads.extend(workload_usage(obj))
         elif kind == "Namespace" and group == "v1":
             namespaces[name] = string_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
         elif kind == "LimitRange" and group == "v1":
@@ -171,6 +219,8 @@ def build_state(
             add_kueue_object(
                 obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs
             )
+    if not seen_workloads:
+        _merge(from_tas_pods, from_pods)
     if nodes is None:
         nodes = [parse_node(obj, from_pods.get(name, {})) for name, obj in sorted(raw_nodes.items())]
     return ClusterState(
@@ -187,6 +237,7 @@ def build_state(
         generation=generation,
         engine=engine,
         usage=usage,
+        assigned=tuple(workloads) if assigned is None else assigned,
     )
 
 
@@ -237,6 +288,12 @@ def _add_pod_usage(obj: Mapping[str, Any], usage: dict[str, dict[str, int]]) -> 
     if found is None:
         return
     node, requests = found
-    into = usage.setdefault(node, {})
-    for resource, amount in requests.items():
-        into[resource] = into.get(resource, 0) + amount
+    _merge({node: requests}, usage)
+
+
+def _merge(source: Mapping[str, Mapping[str, int]], into: dict[str, dict[str, int]]) -> None:
+    """Add per-node requests of ``source`` into ``into``."""
+    for node, requests in source.items():
+        target = into.setdefault(node, {})
+        for resource, amount in requests.items():
+            target[resource] = target.get(resource, 0) + amount
