@@ -76,10 +76,22 @@ def test_an_admitted_workload_takes_its_assigned_hosts() -> None:
     uses = workload_usage(workload)
     # count 1 on each of n0, n1; one pod of the template: cpu 1, 8 GPUs (and one `pods`).
     each = (("cpu", 1000), (GPU, 8), (PODS, 1))
+    owner = (workload["metadata"]["namespace"], workload["metadata"]["name"])
     assert uses == (
-        AssignedUse("gpu-flavor", (HOSTNAME_LABEL,), ("n0",), each),
-        AssignedUse("gpu-flavor", (HOSTNAME_LABEL,), ("n1",), each),
+        AssignedUse("gpu-flavor", (HOSTNAME_LABEL,), ("n0",), each, owner),
+        AssignedUse("gpu-flavor", (HOSTNAME_LABEL,), ("n1",), each, owner),
     )
+
+
+def test_a_prediction_for_an_admission_is_made_without_the_admission_itself() -> None:
+    workload = captured("workloads", "job-run-")
+    owner = (workload["metadata"]["namespace"], workload["metadata"]["name"])
+    state = build_state([*NODES, *HOSTS, workload])
+    assert gpus_free(state)[("r1", "n0")] == 0, "the admitted workload holds n0"
+    before = state.without_workload(owner)
+    assert gpus_free(before)[("r1", "n0")] == 8 and gpus_free(before)[("r1", "n1")] == 8
+    assert gpus_free(state)[("r1", "n0")] == 0, "the state itself is unchanged"
+    assert state.without_workload(("gangs", "someone-else")) is state
 
 
 def test_only_an_active_quota_reservation_counts() -> None:

@@ -155,7 +155,10 @@ class Tracker:
             if record is None or spec is None or state is None or record.admission is None:
                 continue
             job = Job(key, record.namespace, record.queue, spec)
-            found = compare(record.admission, await asyncio.to_thread(job.run, state, policy))
+            # The Mirror may have published the admission already: predict on the state
+            # without it, or the gang would be judged against its own assignment.
+            before = state.without_workload(key)
+            found = compare(record.admission, await asyncio.to_thread(job.run, before, policy))
             if found is None:
                 continue
             self.predicted(found)

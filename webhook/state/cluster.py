@@ -157,6 +157,15 @@ class ClusterState:
             _lock=threading.Lock(),
         )
 
+    def without_workload(self, workload: tuple[str, str]) -> ClusterState:
+        """This state as it was before ``workload`` (namespace, name) was admitted: what a
+        prediction for its own admission is made on, when the state already counts it. Its
+        snapshots are built afresh (lazily): a once-per-admission cost, never a review's."""
+        kept = tuple(use for use in self.assigned if use.workload != workload)
+        if len(kept) == len(self.assigned):
+            return self
+        return replace(self, assigned=kept, _snapshots={}, _lock=threading.Lock())
+
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What LimitRanges of ``namespace`` and RuntimeClasses fill into its pod specs."""
         found = self.limit_ranges.get(namespace, NO_DEFAULTS)

@@ -61,6 +61,7 @@ class AssignedUse:
     levels: tuple[str, ...]  # the assignment's levels: the hostname alone, or every level
     values: tuple[str, ...]  # one per level
     requests: Shape  # count × single-pod requests, plus ``count`` pods
+    workload: tuple[str, str] = ("", "")  # (namespace, name) of the Workload it belongs to
 
     @property
     def by_hostname(self) -> bool:
@@ -115,7 +116,8 @@ def workload_usage(workload: Mapping[str, Any]) -> tuple[AssignedUse, ...]:
     if not holds_quota(workload):
         return ()
     meta = metadata(workload)
-    where = f"Workload {meta.get('namespace', '')}/{meta.get('name', '')}"
+    owner = (str(meta.get("namespace", "") or ""), str(meta.get("name", "") or ""))
+    where = f"Workload {owner[0]}/{owner[1]}"
     try:
         admitted = workload_admission(workload) or {}
     except (ValueError, KeyError, TypeError) as exc:
@@ -129,7 +131,7 @@ def workload_usage(workload: Mapping[str, Any]) -> tuple[AssignedUse, ...]:
         single = _single_pod(templates.get(name), raw.get(name, {}), podset.count, f"{where}: {name}")
         for flavor in sorted(set(podset.flavors.values())):
             for values, count in podset.domains:
-                uses.append(AssignedUse(flavor, podset.levels, values, _scaled(single, count)))
+                uses.append(AssignedUse(flavor, podset.levels, values, _scaled(single, count), owner))
     return tuple(uses)
 
 
