@@ -23,6 +23,7 @@ from webhook.live.events import EventRecorder, GangEvent, ObjectRef, event_name
 from webhook.live.holder import StateHolder
 from webhook.live.tracked import GANG_PODGROUPS, GANG_PODS, WORKLOADS
 from webhook.live.tracker import Tracker
+from webhook.live.watch import Collected
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.keys import Settings, StateSource
 from webhook.serve.lifecycle_metrics import LifecycleMetrics
@@ -258,3 +259,17 @@ async def test_the_served_metrics_port_exports_the_lifecycle_metrics(aiohttp_cli
     ):
         assert f"# TYPE {family}" in text
     assert 'tasgate_predictions_total{reason="none",result="agree"} 0.0' in text
+
+
+def test_a_paged_pod_list_keeps_records_only_and_equals_the_whole_list() -> None:
+    whole = _fed(_capture_time())
+    paged = _fed(_capture_time())
+    pods = _docs(LIFECYCLE / "pods.yaml")
+    pages = paged.listing(GANG_PODS)
+    for start in range(0, len(pods), 2):
+        pages.add(pods[start : start + 2])
+    assert not isinstance(pages, Collected), "pods are parsed page by page, never kept as objects"
+    paged.ledger.pods = {}
+    paged.commit(pages)
+    assert paged.ledger.pods == whole.ledger.pods and paged.ledger.pods
+    assert isinstance(paged.listing(WORKLOADS), Collected)

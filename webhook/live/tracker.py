@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from webhook.state.cluster import ClusterState
 from webhook.track.classify import State
 from webhook.track.compare import Comparison, compare
 from webhook.track.ledger import Job, Key, Ledger, Tracked
-from webhook.track.records import WorkloadRecord
+from webhook.track.records import PodRecord, WorkloadRecord, parse_pod
 
 log = logging.getLogger("tasgate.track")
 EVENT_STATES = {State.PARTIAL_START, State.NEVER_FITS}
@@ -50,6 +50,20 @@ class Row:
     cluster_queue: str
     state: str
     seconds: float
+
+
+class PodPages:
+    """The tracked pods' list as it arrives: each page parsed into `PodRecord`s at once, so a
+    100,000-pod list never sits in memory as objects."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.pods: dict[Key, PodRecord] = {}
+
+    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
+        for obj in items:
+            record = parse_pod(obj)
+            self.pods[record.key] = record
 
 
 class Tracker:
@@ -72,15 +86,23 @@ class Tracker:
 
     # -- the watch Sink --
 
-    def listing(self, kind: str) -> Collected:
-        """Tracked kinds are what Kueue admits: their lists are kept whole until complete."""
-        return Collected(kind)
+    def listing(self, kind: str) -> Collected | PodPages:
+        """Pods (every pod Kueue admitted: the bulk of a cluster) are parsed page by page into
+        slim records; Workloads and PodGroups, one per gang, are kept whole until complete."""
+        return PodPages(kind) if ledger_table(kind) == "pods" else Collected(kind)
 
-    def commit(self, pages: Collected) -> None:
-        self.replace(pages.kind, pages.items)
+    def commit(self, pages: Collected | PodPages) -> None:
+        if isinstance(pages, PodPages):
+            self.ledger.pods = pages.pods
+            self._relisted()
+        else:
+            self.replace(pages.kind, pages.items)
 
     def replace(self, kind: str, items: Sequence[Mapping[str, Any]]) -> None:
         self.ledger.replace(ledger_table(kind), items)
+        self._relisted()
+
+    def _relisted(self) -> None:
         for record in self.ledger.workloads.values():
             if record.admission is not None:
                 self.ledger.forget_spec(record.key)  # admitted while nobody watched: no prediction
