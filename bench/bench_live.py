@@ -6,23 +6,33 @@ created or deleted per event) plus one node-set change per 10 s, while reviews a
 the server's thread pool. Rest and churn are measured in the same run, interleaved. Prints and
 writes ``bench/live.json``: one object per (nodes, events/s) run.
 
-What it does not do: reviews here skip the aiohttp server and TLS (the decision path only); the
-API server's own cost is not in it (``make e2e-scale`` would be the place).
+Reviews are measured twice, one at a time: through the decision path on the server's thread
+pool (``review_*``), and as AdmissionReviews through the real app over TLS (``review_tls_*``:
+aiohttp, the handlers, JSON, TLS; client and server share the process and its loop). The API
+server's own cost is not in it (``make e2e-scale`` is the place).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
+import ssl
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,6 +45,10 @@ from webhook.live import heap
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.watch import LIST_PAGE, kinds
+from webhook.serve import certs
+from webhook.serve.app import create_app
+from webhook.serve.keys import STATE, Settings, StateSource
+from webhook.serve.tls import server_context
 
 KUEUE_KINDS = ("topologies", "resourceflavors", "clusterqueues", "localqueues")
 
@@ -106,8 +120,73 @@ def _pct(values: list[float], q: float) -> float:
     return round(values[min(len(values) - 1, int(q * len(values)))], 2) if values else 0.0
 
 
+@contextlib.asynccontextmanager
+async def _tls_server(workdir: Path) -> AsyncIterator[tuple[web.Application, str, ssl.SSLContext]]:
+    """The real app (handlers, executors, metrics, audit) on a TLS port, with no state of its
+    own: the bench's Mirror publishes into its holder. Yields (app, URL, client context)."""
+    files = certs.generate(workdir, ["localhost"], ["127.0.0.1"], days=1)
+    app = create_app(Settings(policy=load_policy("none")), lambda _record: None, StateSource())
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(files.cert, files.key))
+    await site.start()
+    port = runner.addresses[0][1]
+    client = ssl.create_default_context(cafile=str(files.ca_cert))
+    try:
+        yield app, f"https://127.0.0.1:{port}/validate?timeout=10s", client
+    finally:
+        await runner.cleanup()
+
+
+async def _tls_reviews(session: aiohttp.ClientSession, url: str, body: bytes, seconds: float) -> list[float]:
+    """AdmissionReviews through TLS, aiohttp and the handlers, one at a time; latencies in ms."""
+    out: list[float] = []
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        t = time.perf_counter()
+        async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+            answer = await response.read()
+        out.append((time.perf_counter() - t) * 1000)
+        assert response.status == 200 and b'"allowed"' in answer, answer[:200]
+        await asyncio.sleep(0.002)
+    return out
+
+
+def _review_body() -> bytes:
+    obj = job(
+        64, annotations={"kueue.x-k8s.io/podset-required-topology": "block"}, queue="q", namespace="team"
+    )
+    request = {
+        "uid": "bench",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+        "operation": "CREATE",
+        "namespace": "team",
+        "name": obj["metadata"]["name"],
+        "object": obj,
+        "userInfo": {"username": "bench"},
+    }
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+
+
 async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any]:
-    holder = StateHolder(source="live")
+    with tempfile.TemporaryDirectory() as workdir:
+        async with (
+            _tls_server(Path(workdir)) as (app, url, client),
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client, limit=1)) as session,
+        ):
+            return await _run(app[STATE], session, url, nodes, pods, rate, seconds)
+
+
+async def _run(
+    holder: StateHolder,
+    session: aiohttp.ClientSession,
+    url: str,
+    nodes: int,
+    pods: int,
+    rate: int,
+    seconds: float,
+) -> dict[str, Any]:
     heap.settle()  # as `tasgate serve` does before it starts
     mirror = Mirror(holder, [k.name for k in kinds()], settle_heap=True)
     started = time.perf_counter()
@@ -128,8 +207,10 @@ async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any
     ready = time.perf_counter() - started
     stop, stalls, applies = asyncio.Event(), [], []  # type: ignore[var-annotated]
     probe = asyncio.create_task(_stall_probe(stop, stalls))
+    body = _review_body()
     with ThreadPoolExecutor(4) as pool:
         rest = await _reviews(pool, holder, seconds / 2)
+        rest_tls = await _tls_reviews(session, url, body, seconds / 2)
         node_visible = await _visible(
             holder,
             lambda: mirror.apply(
@@ -137,8 +218,9 @@ async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any
             ),
         )
         pod_visible = await _visible(holder, lambda: mirror.apply("pods", "ADDED", pod(10**9, "n1")))
-        churn_task = asyncio.create_task(_churn(mirror, nodes, rate, seconds, applies))
+        churn_task = asyncio.create_task(_churn(mirror, nodes, rate, 2 * seconds, applies))
         churn = await _reviews(pool, holder, seconds)
+        churn_tls = await _tls_reviews(session, url, body, seconds)
         await churn_task
     stop.set()
     await probe
@@ -151,6 +233,10 @@ async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any
         "review_p99_ms_rest": _pct(rest, 0.99),
         "review_p50_ms_churn": _pct(churn, 0.5),
         "review_p99_ms_churn": _pct(churn, 0.99),
+        "review_tls_p50_ms_rest": _pct(rest_tls, 0.5),
+        "review_tls_p99_ms_rest": _pct(rest_tls, 0.99),
+        "review_tls_p50_ms_churn": _pct(churn_tls, 0.5),
+        "review_tls_p99_ms_churn": _pct(churn_tls, 0.99),
         "max_loop_stall_ms": round(max(stalls, default=0.0), 2),
         "event_apply_us": round(statistics.mean(applies), 2) if applies else 0.0,
         "visible_ms": round(max(pod_visible, node_visible), 1),
@@ -169,12 +255,20 @@ def main() -> None:
     parser.add_argument("--rates", type=int, nargs="+", default=[200, 1000])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", default=str(Path(__file__).with_name("live.json")))
+    parser.add_argument("--one", action="store_true", help="one (nodes, rate) run in this process")
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(asyncio.run(run(args.nodes[0], args.pods, args.rates[0], args.seconds))))
+        return
     results = []
     for nodes in args.nodes:
         for rate in args.rates:
-            result = asyncio.run(run(nodes, args.pods, rate, args.seconds))
-            print(json.dumps(result))
+            # Each run in a fresh process: its RSS and ready time are its own, not the last run's heap.
+            argv = [sys.executable, __file__, "--one", "--nodes", str(nodes), "--rates", str(rate)]
+            argv += ["--pods", str(args.pods), "--seconds", str(args.seconds)]
+            done = subprocess.run(argv, check=True, capture_output=True, text=True)
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            print(json.dumps(result), flush=True)
             results.append(result)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
 
