@@ -50,355 +50,105 @@ from typing import IO, Any
 import yaml
 
 from e2e.controlplane import ControlPlane, free_ports
-from e2e.kueue import KUEUE_API_VERSION, Kueue
+from e2e.fidelity_audit import (
+    AuditTail,
+    live_summary,
+    mutating_webhooks_called,
+    tasgate_annotations,
+    tasgate_called,
+    tasgate_denial,
+)
+from e2e.fidelity_workloads import (
+    RESOURCES,
+    SUSPEND_PATHS,
+    in_namespace,
+    job,
+    jobset,
+    leader_worker_set,
+    mpi_job,
+    pod_template,
+    pytorch_job,
+    replicated_job,
+    same_object,
+    usage_pod,
+)
+from e2e.fidelity_world import (
+    BLOCK,
+    BYPASS_NS,
+    CPU_FLAVOR,
+    GPU_FLAVOR,
+    GROUP_NAME,
+    HOST,
+    KUEUE_POD_RECONCILE,
+    MIN_PARALLELISM,
+    MIXED_QUEUE,
+    MUTATE,
+    NS,
+    POD_INDEX_OFFSET,
+    PODGROUP_CRD,
+    PREFERRED,
+    QUOTA_QUEUE,
+    RACK,
+    RACKS_PER_BLOCK,
+    REQUIRED,
+    SLICE_CONSTRAINTS,
+    SLICE_REQUIRED,
+    SLICE_SIZE,
+    UNCONSTRAINED,
+    WEBHOOKS_MANIFEST,
+    WORKLOADS,
+    add_nodes,
+    cluster_queues_active,
+    kueue_objects,
+)
+from e2e.kueue import Kueue
 from e2e.kueue_admission import condition_true, owned_workloads, wait_for, workload_admission
-from e2e.nodes import GPU, HOSTNAME_LABEL, NOT_READY_TAINT, node_manifest, ready_status
 from e2e.serving import TASGATE, serve_argv
 from webhook.serve import certs
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-WEBHOOKS_MANIFEST = REPO_ROOT / "manifests" / "webhooks" / "webhooks.yaml"
-SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
-PODGROUP_CRD = SHARED_CRDS / "scheduling.x-k8s.io_podgroups.yaml"
-
-NS = "fidelity"
-BYPASS_NS = "tasgate-system"  # excluded from tasgate's webhooks by their production namespaceSelector
-MUTATE, VALIDATE = "mutate.tasgate.io", "validate.tasgate.io"
-
-BLOCK = "topology.example.com/block"
-RACK = "topology.example.com/rack"
-HOST = HOSTNAME_LABEL
-LEVELS = (BLOCK, RACK, HOST)
-TOPOLOGY = "fidelity-topology"
-GPU_FLAVOR, CPU_FLAVOR = "gpu-flavor", "cpu-flavor"
-TAS_CQ, MIXED_CQ, QUOTA_CQ = "tas-cq", "mixed-cq", "quota-cq"
-TAS_QUEUE, MIXED_QUEUE, QUOTA_QUEUE = "tas-queue", "mixed-queue", "quota-queue"
-QUOTA_GPUS = 16
-BLOCKS, RACKS_PER_BLOCK, HOSTS_PER_RACK = 2, 4, 4
-GPU_ALLOCATABLE: Mapping[str, str] = {
-    "cpu": "64",
-    "memory": "512Gi",
-    GPU: "8",
-    "pods": "110",
-    "ephemeral-storage": "1Ti",
-}
-CPU_ALLOCATABLE: Mapping[str, str] = {
-    "cpu": "128",
-    "memory": "1Ti",
-    "pods": "110",
-    "ephemeral-storage": "1Ti",
-}
-CPU_NODES = ("cpu-0", "cpu-1")
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REQUIRED = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
-UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
-SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
-SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
-GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
-POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
-MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
-
-KUEUE_POD_RECONCILE = "Non-TAS usage cache reconciling"
-WORKLOADS = "workloads.kueue.x-k8s.io"
-
-
-# --- the world -------------------------------------------------------------------------------------
-
-
-def gpu_node_names() -> list[str]:
-    return [
-        f"b{b}-r{r}-h{h}"
-        for b in range(BLOCKS)
-        for r in range(RACKS_PER_BLOCK)
-        for h in range(HOSTS_PER_RACK)
-    ]
-
-
-def gpu_node_labels(name: str) -> dict[str, str]:
-    block, rack, _ = name.split("-")
-    return {"pool": "gpu", BLOCK: block, RACK: f"{block}-{rack}"}
-
-
-def add_nodes(cp: ControlPlane) -> None:
-    """Every node in one apply, each status in one patch, the not-ready taint lifted from all at once."""
-    nodes = [(name, gpu_node_labels(name), GPU_ALLOCATABLE) for name in gpu_node_names()]
-    nodes += [(name, {"pool": "cpu"}, CPU_ALLOCATABLE) for name in CPU_NODES]
-    items = [node_manifest(name, labels) for name, labels, _ in nodes]
-    cp.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    for name, _, allocatable in nodes:
-        status = json.dumps(ready_status(allocatable))
-        cp.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", status)
-    cp.kubectl("taint", "nodes", "--all", f"{NOT_READY_TAINT}:NoSchedule-", check=False)
-
-
-def _quota(cpu: str, memory: str, gpus: str) -> list[dict[str, str]]:
-    return [
-        {"name": "cpu", "nominalQuota": cpu},
-        {"name": "memory", "nominalQuota": memory},
-        {"name": GPU, "nominalQuota": gpus},
-    ]
-
-
-def _cluster_queue(name: str, flavors: Sequence[tuple[str, list[dict[str, str]]]]) -> dict[str, Any]:
-    return {
-        "apiVersion": KUEUE_API_VERSION,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu", "memory", GPU],
-                    "flavors": [{"name": flavor, "resources": quota} for flavor, quota in flavors],
-                }
-            ],
-        },
-    }
-
-
-def kueue_objects() -> list[dict[str, Any]]:
-    """Topology, both ResourceFlavors, the three ClusterQueues and their LocalQueues in both namespaces."""
-    ample = _quota("10000", "100Ti", "10000")
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": KUEUE_API_VERSION,
-            "kind": "Topology",
-            "metadata": {"name": TOPOLOGY},
-            "spec": {"levels": [{"nodeLabel": label} for label in LEVELS]},
-        },
-        {
-            "apiVersion": KUEUE_API_VERSION,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": GPU_FLAVOR},
-            "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": TOPOLOGY},
-        },
-        {
-            "apiVersion": KUEUE_API_VERSION,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": CPU_FLAVOR},
-            "spec": {"nodeLabels": {"pool": "cpu"}},
-        },
-        _cluster_queue(TAS_CQ, [(GPU_FLAVOR, ample)]),
-        _cluster_queue(MIXED_CQ, [(GPU_FLAVOR, ample), (CPU_FLAVOR, _quota("1000", "10Ti", "0"))]),
-        _cluster_queue(QUOTA_CQ, [(GPU_FLAVOR, _quota("1000", "10Ti", str(QUOTA_GPUS)))]),
-    ]
-    for namespace in (NS, BYPASS_NS):
-        for queue, cq in ((TAS_QUEUE, TAS_CQ), (MIXED_QUEUE, MIXED_CQ), (QUOTA_QUEUE, QUOTA_CQ)):
-            objects.append(
-                {
-                    "apiVersion": KUEUE_API_VERSION,
-                    "kind": "LocalQueue",
-                    "metadata": {"name": queue, "namespace": namespace},
-                    "spec": {"clusterQueue": cq},
-                }
-            )
-    return objects
-
-
-def cluster_queues_active(cp: ControlPlane) -> bool:
-    items = cp.kubectl_json("get", "clusterqueues.kueue.x-k8s.io")["items"]
-    names = {item["metadata"]["name"] for item in items if condition_true(item, "Active")}
-    return names >= {TAS_CQ, MIXED_CQ, QUOTA_CQ}
-
-
-# --- workloads -------------------------------------------------------------------------------------
-
-
-def pod_template(
-    annotations: Mapping[str, str] | None = None,
-    *,
-    gpus: int = 8,
-    cpu: str = "1",
-    container: str = "train",
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """A pod template of one container requesting ``cpu`` and ``gpus`` (plus ``extra`` requests)."""
-    requests: dict[str, str] = {"cpu": cpu, **(extra or {})}
-    limits: dict[str, str] = {}
-    if gpus:
-        requests[GPU] = limits[GPU] = str(gpus)
-    resources: dict[str, Any] = {"requests": requests}
-    if limits:
-        resources["limits"] = limits
-    template: dict[str, Any] = {
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": container, "image": "trainer:latest", "resources": resources}],
-        }
-    }
-    if annotations:
-        template["metadata"] = {"annotations": dict(annotations)}
-    return template
-
-
-def _metadata(name: str, queue: str, annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": NS, "labels": {QUEUE_LABEL: queue}}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    return metadata
-
-
-def job(
-    name: str,
-    pods: int,
-    annotations: Mapping[str, str] | None = None,
-    *,
-    queue: str = TAS_QUEUE,
-    job_annotations: Mapping[str, str] | None = None,
-    **template: Any,
-) -> dict[str, Any]:
-    """An Indexed batch/v1 Job of ``pods`` pods (``pod_template`` keywords pass through)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _metadata(name, queue, job_annotations),
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "completionMode": "Indexed",
-            "suspend": True,
-            "template": pod_template(annotations, **template),
-        },
-    }
-
-
-def replicated_job(name: str, replicas: int, pods: int, template: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "parallelism": pods,
-                "completions": pods,
-                "completionMode": "Indexed",
-                "template": template,
-            }
-        },
-    }
-
-
-def jobset(name: str, replicated: Sequence[dict[str, Any]], *, queue: str = TAS_QUEUE) -> dict[str, Any]:
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": _metadata(name, queue),
-        "spec": {"suspend": True, "replicatedJobs": list(replicated)},
-    }
-
-
-def pytorch_job(
-    name: str, workers: int, annotations: Mapping[str, str], *, queue: str = TAS_QUEUE
-) -> dict[str, Any]:
-    def spec(replicas: int) -> dict[str, Any]:
-        return {
-            "replicas": replicas,
-            "restartPolicy": "OnFailure",
-            "template": pod_template(annotations, container="pytorch"),
-        }
-
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": _metadata(name, queue),
-        "spec": {
-            "runPolicy": {"suspend": True},
-            "pytorchReplicaSpecs": {"Master": spec(1), "Worker": spec(workers)},
-        },
-    }
-
-
-def mpi_job(
-    name: str, workers: int, annotations: Mapping[str, str], *, queue: str = TAS_QUEUE
-) -> dict[str, Any]:
-    """An MPIJob whose launcher works too (``runLauncherAsWorker``): Kueue writes the pod index offset."""
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": _metadata(name, queue),
-        "spec": {
-            "slotsPerWorker": 1,
-            "runLauncherAsWorker": True,
-            "runPolicy": {"suspend": True},
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": pod_template(annotations, container="launcher")},
-                "Worker": {"replicas": workers, "template": pod_template(annotations, container="worker")},
-            },
-        },
-    }
-
-
-def leader_worker_set(
-    name: str, size: int, annotations: Mapping[str, str], *, queue: str = TAS_QUEUE
-) -> dict[str, Any]:
-    """One LWS group: a leader and ``size - 1`` workers. ``rolloutStrategy.type`` is set by hand
-    (the LWS controller's defaulting webhook is absent, and Kueue rejects an empty type)."""
-    return {
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": _metadata(name, queue),
-        "spec": {
-            "replicas": 1,
-            "startupPolicy": "LeaderCreated",
-            "rolloutStrategy": {"type": "RollingUpdate"},
-            "leaderWorkerTemplate": {
-                "size": size,
-                "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": pod_template(annotations),
-                "workerTemplate": pod_template(annotations),
-            },
-        },
-    }
-
-
-RESOURCES: Mapping[str, str] = {
-    "Job": "jobs.batch",
-    "JobSet": "jobsets.jobset.x-k8s.io",
-    "PyTorchJob": "pytorchjobs.kubeflow.org",
-    "MPIJob": "mpijobs.kubeflow.org",
-    "LeaderWorkerSet": "leaderworkersets.leaderworkerset.x-k8s.io",
-}
-
-
-def same_object(event: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
-    """Whether an audit event's objectRef is ``obj`` (resource, group, namespace and name)."""
-    ref = event.get("objectRef") or {}
-    resource, _, group = RESOURCES[obj["kind"]].partition(".")
-    return (
-        ref.get("resource") == resource
-        and (ref.get("apiGroup") or "") == group
-        and ref.get("namespace") == obj["metadata"]["namespace"]
-        and ref.get("name") == obj["metadata"]["name"]
-    )
-
-
-# Where each kind keeps its suspend flag (LeaderWorkerSet has none: Kueue gates its pods instead).
-SUSPEND_PATHS: Mapping[str, tuple[str, ...]] = {
-    "Job": ("spec", "suspend"),
-    "JobSet": ("spec", "suspend"),
-    "PyTorchJob": ("spec", "runPolicy", "suspend"),
-    "MPIJob": ("spec", "runPolicy", "suspend"),
-}
-
-
-def in_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    copy: dict[str, Any] = json.loads(json.dumps(obj))
-    copy["metadata"]["namespace"] = namespace
-    return copy
-
-
-def usage_pod(name: str, node: str, gpus: int) -> dict[str, Any]:
-    """A bound Pod (no scheduler here) using ``gpus`` GPUs of ``node``; not Kueue's, not queued."""
-    resources = {"requests": {"cpu": "1", GPU: str(gpus)}, "limits": {GPU: str(gpus)}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"fidelity.tasgate.io/usage": "true"}},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busy", "resources": resources}]},
-    }
-
+__all__ = [  # what the tests import from here; the parts live in e2e.fidelity_world, _workloads, _audit
+    "BLOCK",
+    "BYPASS_NS",
+    "CPU_FLAVOR",
+    "Fidelity",
+    "GPU_FLAVOR",
+    "GROUP_NAME",
+    "HOST",
+    "KueueOutcome",
+    "MIN_PARALLELISM",
+    "MIXED_QUEUE",
+    "MUTATE",
+    "NS",
+    "POD_INDEX_OFFSET",
+    "PREFERRED",
+    "QUOTA_QUEUE",
+    "RACK",
+    "RACKS_PER_BLOCK",
+    "REQUIRED",
+    "RESOURCES",
+    "SLICE_CONSTRAINTS",
+    "SLICE_REQUIRED",
+    "SLICE_SIZE",
+    "TasgateServer",
+    "UNCONSTRAINED",
+    "WORKLOADS",
+    "fidelity_world",
+    "in_namespace",
+    "job",
+    "jobset",
+    "leader_worker_set",
+    "live_summary",
+    "mpi_job",
+    "mutating_webhooks_called",
+    "pod_template",
+    "predicted_podsets",
+    "pytorch_job",
+    "replicated_job",
+    "same_object",
+    "tasgate_annotations",
+    "tasgate_called",
+    "tasgate_denial",
+]
 
 # --- reading what Kueue decided --------------------------------------------------------------------
 
@@ -503,82 +253,6 @@ def tasgate_webhook_configurations(port: int, ca_bundle: str) -> list[dict[str, 
             path = hook["clientConfig"]["service"]["path"]
             hook["clientConfig"] = {"url": f"https://localhost:{port}{path}", "caBundle": ca_bundle}
     return documents
-
-
-# --- the API server's audit log --------------------------------------------------------------------
-
-
-class AuditTail:
-    """Reads cp.audit_log incrementally; keeps every event seen (the log only grows)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offset = 0
-        self._partial = b""
-        self.events: list[dict[str, Any]] = []
-
-    def read(self) -> list[dict[str, Any]]:
-        """Events appended since the last call (they are also added to ``events``)."""
-        try:
-            with self.path.open("rb") as log:
-                log.seek(self._offset)
-                chunk = log.read()
-        except FileNotFoundError:
-            return []
-        self._offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        fresh = [json.loads(line) for line in lines if line.strip()]
-        self.events.extend(fresh)
-        return fresh
-
-    def all(self) -> list[dict[str, Any]]:
-        self.read()
-        return self.events
-
-
-def tasgate_annotations(event: Mapping[str, Any], webhook: str = MUTATE) -> dict[str, str]:
-    """The audit annotations tasgate's ``webhook`` returned for this request (prefix stripped)."""
-    prefix = f"{webhook}/"
-    notes = event.get("annotations") or {}
-    return {key[len(prefix) :]: str(value) for key, value in notes.items() if key.startswith(prefix)}
-
-
-def mutating_webhooks_called(event: Mapping[str, Any]) -> list[str]:
-    """The mutating webhooks the API server called for this request, in call order (round, index).
-
-    From its own ``mutation.webhook.admission.k8s.io/round_<r>_index_<i>`` audit annotations.
-    """
-    calls: list[tuple[int, int, str]] = []
-    for key, value in (event.get("annotations") or {}).items():
-        prefix, _, position = key.partition("/")
-        if prefix != "mutation.webhook.admission.k8s.io" or not position.startswith("round_"):
-            continue
-        _, round_number, _, index = position.split("_")
-        with contextlib.suppress(ValueError, AttributeError):
-            calls.append((int(round_number), int(index), str(json.loads(value).get("webhook"))))
-    return [name for _, _, name in sorted(calls)]
-
-
-def tasgate_called(event: Mapping[str, Any]) -> bool:
-    """Whether the API server called tasgate's mutating webhook for this request."""
-    return MUTATE in mutating_webhooks_called(event)
-
-
-def live_summary(notes: Mapping[str, str]) -> str:
-    """``allow/fits``: tasgate's decision and reason code from its audit annotations."""
-    return f"{notes.get('decision')}/{notes.get('reason')}"
-
-
-def tasgate_denial(event: Mapping[str, Any]) -> str | None:
-    """The message when one of tasgate's webhooks denied this request, else None."""
-    status = event.get("responseStatus") or {}
-    message = str(status.get("message") or "")
-    for webhook in (MUTATE, VALIDATE):
-        if f'admission webhook "{webhook}" denied' in message:
-            return message
-    return None
 
 
 # --- the whole world -------------------------------------------------------------------------------
