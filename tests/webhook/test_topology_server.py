@@ -128,6 +128,12 @@ async def test_fragmentation_gauges(aiohttp_client: ClientFactory) -> None:
     assert metric(text, "tasgate_domain_free_accelerators", **flavor, level=BLOCK, domain="b2") == 104
     assert metric(text, "tasgate_domain_free_accelerators", **flavor, level=RACK, domain="b2,b2-r1") == 24
     assert 'tasgate_domain_free_accelerators{domain="b1,b1-r1,b1-r1-h1"' not in text, "no hostname level"
+    # b2-r4-h3 and -h4 are away in the sample (NotReady / cordoned): 16 GPUs lost to its rack and block.
+    assert metric(text, "tasgate_domain_unavailable_accelerators", **flavor, level=BLOCK, domain="b2") == 16
+    assert (
+        metric(text, "tasgate_domain_unavailable_accelerators", **flavor, level=RACK, domain="b2,b2-r4") == 16
+    )
+    assert metric(text, "tasgate_domain_unavailable_accelerators", **flavor, level=BLOCK, domain="b1") == 0
     assert metric(text, "tasgate_gang_shape_fits", **flavor, level=BLOCK, shape="8x8") == 1
     assert metric(text, "tasgate_gang_shape_domains", **flavor, level=BLOCK, shape="8x8") == 2
     assert metric(text, "tasgate_gang_shape_fits", **flavor, level=BLOCK, shape="32x8") == 0

@@ -219,6 +219,12 @@ class _FragmentationFamilies:
             "Free accelerators (the policy's GPU resources summed) per domain, every level but hostname.",
             labels=["topology", "flavor", "level", "domain"],
         )
+        self.unavailable = GaugeMetricFamily(
+            "tasgate_domain_unavailable_accelerators",
+            "Accelerators on nodes Kueue does not count now (NotReady, cordoned) per domain, every "
+            "level but hostname: the TAS capacity lost to failed or drained nodes.",
+            labels=["topology", "flavor", "level", "domain"],
+        )
         self.fits = GaugeMetricFamily(
             "tasgate_gang_shape_fits",
             "Gangs of a shape (pods x GPUs per pod) that fit now in the best single domain of a level.",
@@ -236,12 +242,13 @@ class _FragmentationFamilies:
         for d in f.domains:
             if not f.is_host_level(d.level):
                 self.free.add_metric([f.topology, f.flavor, d.level, d.domain_id], d.free)
+                self.unavailable.add_metric([f.topology, f.flavor, d.level, d.domain_id], d.unavailable)
         for s in f.shapes:
             self.fits.add_metric([f.topology, f.flavor, s.level, s.shape.text], s.best_gangs)
             self.holding.add_metric([f.topology, f.flavor, s.level, s.shape.text], s.domains)
 
     def families(self) -> list[GaugeMetricFamily]:
-        return [self.free, self.fits, self.holding]
+        return [self.free, self.unavailable, self.fits, self.holding]
 
 
 def _largest_free(tree: Tree, free: array[int]) -> dict[tuple[int, str], int]:
