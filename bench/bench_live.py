@@ -31,13 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.live_memory import pod, rss_now_mib
-from tests.webhook.conftest import job, kueue_objects, node
+from tests.webhook.conftest import job, job_review, kueue_objects, node
 from webhook.decide.decision import decide
 from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
@@ -156,17 +155,7 @@ def _review_body() -> bytes:
     obj = job(
         64, annotations={"kueue.x-k8s.io/podset-required-topology": "block"}, queue="q", namespace="team"
     )
-    request = {
-        "uid": "bench",
-        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-        "operation": "CREATE",
-        "namespace": "team",
-        "name": obj["metadata"]["name"],
-        "object": obj,
-        "userInfo": {"username": "bench"},
-    }
-    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    return job_review(obj, "bench", "team", "bench")
 
 
 async def run(nodes: int, pods: int, rate: int, seconds: float) -> dict[str, Any]:

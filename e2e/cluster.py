@@ -58,9 +58,9 @@ from e2e.controlplane import (
     BinariesMissingError,
     ControlPlane,
     ControlPlaneError,
-    _display,
-    _Process,
+    ServerProcess,
     cache_bin_root,
+    display_path,
     pinned_versions,
     required_version,
 )
@@ -146,7 +146,7 @@ def find_cluster_binaries() -> ClusterBinaries:
     if missing:
         raise BinariesMissingError(
             f"cluster binaries missing: {', '.join(missing)}. Build them with "
-            f"`bash {_display(BUILD_SCRIPT)} cluster` (cold build: about 5 min on 2 cores; cached "
+            f"`bash {display_path(BUILD_SCRIPT)} cluster` (cold build: about 5 min on 2 cores; cached "
             f"afterwards), or set {CLUSTER_BIN_ENV} to a directory holding all four."
         )
     return ClusterBinaries(
@@ -227,7 +227,7 @@ class Cluster:
     def __init__(self, cp: ControlPlane, *, binaries: ClusterBinaries | None = None) -> None:
         self.cp = cp
         self.binaries = binaries or find_cluster_binaries()  # fail before any process starts
-        self._processes: list[_Process] = []
+        self._processes: list[ServerProcess] = []
         self._atexit = False
 
     @property
@@ -290,7 +290,7 @@ class Cluster:
                 )
 
     def _launch(self, name: str, argv: Sequence[str]) -> None:
-        process = _Process(name, self.log_path(name))
+        process = ServerProcess(name, self.log_path(name))
         env = dict(os.environ, KUBECONFIG=str(self.cp.kubeconfig), NO_PROXY="127.0.0.1,localhost")
         env["no_proxy"] = env["NO_PROXY"]
         process.start(argv, env)

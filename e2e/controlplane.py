@@ -77,8 +77,6 @@ __all__ = [  # the harness's one import point; the parts live in e2e.binaries, e
     "ControlPlaneError",
     "KubectlError",
     "ServerProcess",
-    "_Process",
-    "_display",
     "cache_bin_root",
     "cache_dir",
     "display_path",
@@ -88,8 +86,6 @@ __all__ = [  # the harness's one import point; the parts live in e2e.binaries, e
     "required_version",
 ]
 
-_Process = ServerProcess  # the names the other harness modules import
-_display = display_path
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 # The serving certificate must name every host a client may dial: loopback for kubectl and the
@@ -141,8 +137,8 @@ class ControlPlane:
         self._failed = False
         self._lock = threading.Lock()
         self._dir: Path | None = None
-        self._etcd: _Process | None = None
-        self._apiserver: _Process | None = None
+        self._etcd: ServerProcess | None = None
+        self._apiserver: ServerProcess | None = None
         self.etcd_port = 0
         self.apiserver_port = 0
 
@@ -226,8 +222,8 @@ class ControlPlane:
         try:
             self._write_pki()
             self.audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
-            self._etcd = _Process("etcd", self.etcd_log)
-            self._apiserver = _Process("kube-apiserver", self.apiserver_log)
+            self._etcd = ServerProcess("etcd", self.etcd_log)
+            self._apiserver = ServerProcess("kube-apiserver", self.apiserver_log)
             self._start_on_free_ports(self._etcd, self._start_etcd)
             self._start_on_free_ports(self._apiserver, self._start_apiserver_on_new_port)
         except BaseException:
@@ -389,7 +385,7 @@ class ControlPlane:
         ]
 
     @staticmethod
-    def _start_on_free_ports(process: _Process, start: Callable[[], None]) -> None:
+    def _start_on_free_ports(process: ServerProcess, start: Callable[[], None]) -> None:
         """Run ``start`` (pick ports, launch, wait); retry with new ports if the port race was lost.
 
         ``free_ports`` cannot reserve a port, so with parallel test runs another process may bind it
@@ -435,7 +431,7 @@ class ControlPlane:
         env["KUBECACHEDIR"] = str(self.dir / "kubectl-cache")
         return env
 
-    def _wait(self, process: _Process, what: str, probe: Callable[[], str | None]) -> None:
+    def _wait(self, process: ServerProcess, what: str, probe: Callable[[], str | None]) -> None:
         """Poll ``probe`` (None = ready, else why not) until ready, the process dies, or the deadline."""
         deadline = time.monotonic() + self.ready_timeout
         reason = "no answer yet"

@@ -60,9 +60,9 @@ from e2e.controlplane import (
     BinariesMissingError,
     ControlPlane,
     ControlPlaneError,
-    _display,
-    _Process,
+    ServerProcess,
     cache_bin_root,
+    display_path,
     free_ports,
     required_version,
 )
@@ -152,7 +152,7 @@ def find_kueue() -> Path:
         source = KUEUE_BIN_ENV if override else "the build cache for the pinned Kueue version"
         raise BinariesMissingError(
             f"Kueue binary missing from {directory} ({source}): {', '.join(missing)}. "
-            f"Build it with `bash {_display(BUILD_SCRIPT)}` (cold Kueue build: about 3 min on 2 cores; "
+            f"Build it with `bash {display_path(BUILD_SCRIPT)}` (cold Kueue build: about 3 min on 2 cores; "
             f"cached afterwards), or set {KUEUE_BIN_ENV} to a directory holding kueue."
         )
     return binary
@@ -259,7 +259,7 @@ class Kueue:
         self.log_level = log_level
         self.ready_timeout = ready_timeout
         self.health_port = self.metrics_port = self.webhook_port = 0
-        self._process: _Process | None = None
+        self._process: ServerProcess | None = None
         self._webhooks_installed = False
         self._ca_bundle = ""
 
@@ -320,7 +320,7 @@ class Kueue:
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
             self.cp.kubectl("apply", "-f", "-", input=json.dumps(namespace))
             self._write_certs()
-            self._process = _Process("kueue", self.log_path)
+            self._process = ServerProcess("kueue", self.log_path)
             self._start_on_free_ports()
             self.install_webhooks(source)
         except BaseException:

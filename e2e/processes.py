@@ -18,10 +18,24 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 _STOP_TIMEOUT = 15.0  # SIGTERM grace before SIGKILL; the API server drains in well under this
 LOG_TAIL_LINES = 40
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = _STOP_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``; always reaps, so no zombie is left behind."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
 
 
 def free_ports(count: int) -> list[int]:
@@ -106,17 +120,8 @@ class ServerProcess:
     def stop(self, timeout: float = _STOP_TIMEOUT) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; always reaps, so no zombie is left behind."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop_process(proc, timeout)
 
     def output_since_start(self) -> str:
         """What the current (or last) run of the process logged, for classifying its failure."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from e2e.controlplane import _Process, free_ports
+from e2e.controlplane import ServerProcess, free_ports
 
 INSTALL = "bash hack/ensure-promtool.sh"
 
@@ -52,7 +52,7 @@ class Prometheus:
             ],
         }
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(config))
-        self._process = _Process("prometheus", self.dir / "prometheus.log")
+        self._process = ServerProcess("prometheus", self.dir / "prometheus.log")
 
     def __enter__(self) -> Prometheus:
         argv = [

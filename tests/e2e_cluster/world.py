@@ -21,6 +21,7 @@ from e2e.controlplane import ControlPlane, free_ports
 from e2e.kueue import KUEUE_API_VERSION
 from e2e.kueue_scenario import LOCAL_QUEUE, QUEUE_LABEL, job, queue_objects
 from e2e.nodes import GPU
+from e2e.processes import stop_process
 from e2e.serving import TASGATE, serve_argv
 
 NS = "gangs"
@@ -63,12 +64,7 @@ class Tasgate:
         return found
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 20)
 
 
 class World:

@@ -24,6 +24,7 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.controlplane import ControlPlane, free_ports
+from e2e.processes import stop_process
 from e2e.serving import serve_argv
 
 
@@ -173,9 +174,4 @@ class Tasgate:
     async def stop(self) -> None:
         if self.session is not None:
             await self.session.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, 20)

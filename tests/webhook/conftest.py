@@ -66,15 +66,20 @@ def example_review(uid: str, **labels: str) -> bytes:
     """An AdmissionReview body creating ``examples/job-rack.yaml`` (with extra labels)."""
     obj = yaml.safe_load((REPO / "examples" / "job-rack.yaml").read_text())
     obj["metadata"].setdefault("labels", {}).update(labels)
+    return job_review(obj, uid, "default", "u")
+
+
+def job_review(obj: Mapping[str, Any], uid: str, namespace: str, user: str) -> bytes:
+    """An AdmissionReview body creating the batch/v1 Job ``obj`` in ``namespace``."""
     request = {
         "uid": uid,
         "kind": {"group": "batch", "version": "v1", "kind": "Job"},
         "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
         "operation": "CREATE",
-        "namespace": "default",
+        "namespace": namespace,
         "name": obj["metadata"]["name"],
         "object": obj,
-        "userInfo": {"username": "u"},
+        "userInfo": {"username": user},
     }
     return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 
