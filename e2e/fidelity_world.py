@@ -11,10 +11,11 @@ from e2e.controlplane import ControlPlane
 from e2e.kueue import KUEUE_API_VERSION
 from e2e.kueue_admission import condition_true
 from e2e.nodes import GPU, HOSTNAME_LABEL, NOT_READY_TAINT, node_manifest, ready_status
+from e2e.shared import shared_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WEBHOOKS_MANIFEST = REPO_ROOT / "manifests" / "webhooks" / "webhooks.yaml"
-SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
+SHARED_CRDS = shared_dir() / "crds"
 PODGROUP_CRD = SHARED_CRDS / "scheduling.x-k8s.io_podgroups.yaml"
 
 NS = "fidelity"

@@ -67,11 +67,12 @@ from e2e.controlplane import (
     required_version,
 )
 from e2e.kueue_admission import wait_for
+from e2e.shared import shared_dir
 from webhook.serve import certs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # shared/ sits beside the repository (in CI a read-only copy beside the clone).
-SHARED_CRDS = REPO_ROOT.parent / "shared" / "crds"
+SHARED_CRDS = shared_dir() / "crds"
 KUEUE_TOOLS_DIR = TOOLS_DIR / "kueue"
 KUEUE_MODULE = "sigs.k8s.io/kueue"
 KUEUE_BIN_ENV = "TASGATE_E2E_KUEUE_BIN"  # a directory holding a `kueue` binary; trusted as is

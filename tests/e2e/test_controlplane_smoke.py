@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from e2e.controlplane import Binaries, BinariesMissingError, ControlPlane, find_binaries, pinned_versions
+from e2e.shared import shared_dir
 
 pytestmark = pytest.mark.e2e
 
-CRDS = Path(__file__).resolve().parents[3] / "shared" / "crds"
+CRDS = shared_dir() / "crds"
 NODE = "e2e-node-1"
 TOPOLOGY_LEVELS = [
     "cloud.provider.com/topology-block",

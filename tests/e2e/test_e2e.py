@@ -30,13 +30,14 @@ from e2e.controlplane import ControlPlane, free_ports
 from e2e.kueue import install_crds
 from e2e.prometheus import Prometheus
 from e2e.serving import serve_argv
+from e2e.shared import shared_dir
 from tests.webhook import overlay, promql
 from webhook.serve import certs
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-CRDS = ROOT.parent / "shared" / "crds"
+CRDS = shared_dir() / "crds"
 BLOCK, RACK, HOST = "topology.example.com/block", "topology.example.com/rack", "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 NS = "e2e"

@@ -24,12 +24,13 @@ import pytest
 from e2e import scale
 from e2e.controlplane import ControlPlane
 from e2e.kueue_scenario import job, setup_queues
+from e2e.shared import shared_dir
 from tests.e2e_scale.churn import Churn
 from tests.e2e_scale.probe import Tasgate, Verdict, memory_mib, percentiles_ms, review_body
 
 pytestmark = pytest.mark.e2e_scale
 
-CRDS = Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+CRDS = shared_dir() / "crds"
 GANG_NAMESPACE = "scale"
 SAMPLE_S = float(os.environ.get("TASGATE_SCALE_SAMPLE_S", "20"))  # review sampling, at rest and in churn
 VERDICT_TIMEOUT_S = 300.0  # only so that a verdict that never changes fails instead of hanging

@@ -8,13 +8,14 @@ from typing import Any
 
 import yaml
 
+from e2e.shared import shared_dir
 from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOKS = ROOT / "manifests" / "webhooks" / "webhooks.yaml"
 BASE = ROOT / "manifests" / "base"
-CRDS = ROOT.parent / "shared" / "crds"
+CRDS = shared_dir() / "crds"
 
 
 def test_policy_configmap_is_the_shipped_default() -> None:

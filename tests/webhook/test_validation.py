@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from e2e.shared import shared_dir, shared_path
 from webhook.model.podset import view_workload
 from webhook.model.workloads import WorkloadPodSets, extract
 from webhook.rules import owner_min_member_errors, validate_workload
@@ -54,7 +54,7 @@ PREFIX_REGEX = (
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
     r"validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
+EXAMPLES = shared_dir() / "examples"
 CONTAINERS = [{"name": "train", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]
 
 
@@ -550,9 +550,7 @@ def test_group_may_not_be_combined_with_constraints() -> None:
 
 
 def test_upstream_leaderworkerset_sample_is_valid() -> None:
-    path = EXAMPLES / "kueue-leaderworkerset-tas.yaml"
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
+    path = shared_path("examples", "kueue-leaderworkerset-tas.yaml")
     obj = yaml.safe_load(path.read_text())
     levels = ("cloud.provider.com/topology-block", "cloud.provider.com/topology-rack", HOST)
     assert check(obj, levels, lambda level: True) == []

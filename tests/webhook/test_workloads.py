@@ -7,12 +7,12 @@ small realistic manifests shaped by the CRDs in ../shared/crds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from e2e.shared import shared_dir, shared_path
 from webhook.model.paths import Key, field_path
 from webhook.model.workloads import (
     MAX_COUNT,
@@ -23,15 +23,13 @@ from webhook.model.workloads import (
 )
 from webhook.wire.errors import BadRequest, InvalidObject
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
+EXAMPLES = shared_dir() / "examples"
 GI = 2**30
 MI = 2**20
 
 
 def example(name: str) -> dict[str, Any]:
-    path = EXAMPLES / name
-    if not path.exists():  # CI lays shared/ beside the clone; a bare checkout may lack it
-        pytest.skip(f"{path} is not available")
+    path = shared_path("examples", name)
     loaded = yaml.safe_load(path.read_text())
     assert isinstance(loaded, dict)
     return loaded
@@ -112,9 +110,7 @@ def test_mpi_operator_pi_example_uses_limits_as_requests() -> None:
 
 
 def test_queue_objects_are_not_workloads() -> None:
-    path = EXAMPLES / "kueue-tas-queues.yaml"
-    if not path.exists():
-        pytest.skip(f"{path} is not available")
+    path = shared_path("examples", "kueue-tas-queues.yaml")
     docs = list(yaml.safe_load_all(path.read_text()))
     assert [d["kind"] for d in docs] == ["Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue"]
     for doc in docs:
