@@ -9,41 +9,32 @@ app production runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
 import scorer
-from webhook.decide.decision import decide
 from webhook.decide.policy import PolicyError
 from webhook.decide.policy_text import parse_policy
-from webhook.decide.topology import default_snapshot_levels
-from webhook.decide.verdicts import Review
-from webhook.live import podgroups, tracker, watch
-from webhook.live.api import api_client
-from webhook.live.events import EventRecorder
 from webhook.live.holder import StateHolder
-from webhook.live.mirror import Mirror
-from webhook.serve import handlers, topology
+from webhook.serve import errors, handlers, live_tasks, topology
+from webhook.serve.audit import AuditLog
 from webhook.serve.keys import (
-    API,
     AUDIT,
     EXECUTOR,
     LARGE_EXECUTOR,
     MAIN,
     METRICS,
-    PODGROUPS,
     POLICY,
     RELOADER,
     RUNTIME,
     SETTINGS,
     STATE,
+    SUPERVISOR,
     WAITING,
     AuditSink,
     PolicyState,
@@ -53,6 +44,7 @@ from webhook.serve.keys import (
 )
 from webhook.serve.lifecycle_metrics import LIFECYCLE, LifecycleMetrics
 from webhook.serve.metrics import Metrics
+from webhook.serve.supervise import Supervisor
 from webhook.serve.tls import CertReloader
 from webhook.serve.waiting import RecentWaiting
 from webhook.state.cluster import build_state
@@ -63,7 +55,7 @@ log = logging.getLogger("tasgate")
 def create_app(
     settings: Settings, audit: AuditSink, source: StateSource, reloader: CertReloader | None = None
 ) -> web.Application:
-    app = web.Application(client_max_size=settings.max_body_bytes)
+    app = web.Application(client_max_size=settings.max_body_bytes, middlewares=[errors.answer_errors])
     holder = StateHolder(source="live" if source.live else source.label)
     app[SETTINGS], app[STATE], app[AUDIT] = settings, holder, audit
     app[METRICS] = Metrics(lambda: (holder.current, holder.age()), lambda: app[POLICY].current)
@@ -75,7 +67,13 @@ def create_app(
     app[RUNTIME] = Runtime()
     app[RUNTIME].idle.set()
     app[POLICY] = PolicyState(settings.policy, settings.policy_file, _digest_of(settings.policy_file))
+    restarts = app[METRICS].task_restarts
+    app[SUPERVISOR] = Supervisor(lambda task: restarts.labels(task).inc(), fault_hook=settings.fault_hook)
+    app.cleanup_ctx.append(_supervised)
     app.cleanup_ctx.append(_executor)
+    if isinstance(audit, AuditLog):
+        audit.on_drop = app[METRICS].audit_dropped.inc
+        app.on_cleanup.append(lambda _app: _close_audit(audit))
     if reloader is not None:
         app[RELOADER] = reloader
         app[METRICS].cert_expiry.set(reloader.not_after or 0)
@@ -83,7 +81,7 @@ def create_app(
     if settings.policy_file:
         app.cleanup_ctx.append(_policy_poller(settings.cert_poll_seconds))
     if source.live:
-        app.cleanup_ctx.append(_live(source, engine))
+        app.cleanup_ctx.append(live_tasks.context(source, engine))
     app.router.add_post("/mutate", handlers.mutate)
     app.router.add_post("/validate", handlers.validate)
     app.router.add_get("/healthz", handlers.healthz)
@@ -105,6 +103,8 @@ def create_metrics_app(app: web.Application) -> web.Application:
     )  # the cluster's layout: the scraper's port only
     side.router.add_get("/healthz", handlers.healthz)
     side.router.add_get("/readyz", handlers.readyz)
+    if app[SETTINGS].fault_hook:  # test-only: make a background task fail (the fault suite)
+        side.router.add_post("/debug/raise/{task}", errors.inject_fault)
     return side
 
 
@@ -129,9 +129,10 @@ def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[N
         def failed(error: Exception) -> None:
             log.warning("serving certificate reload failed: %s", error)
 
-        task = asyncio.create_task(reloader.run(interval, on_reload=reloaded, on_error=failed))
+        app[SUPERVISOR].spawn(
+            "certificates", lambda: reloader.run(interval, on_reload=reloaded, on_error=failed)
+        )
         yield
-        await _stop([task])
 
     return poll
 
@@ -150,9 +151,8 @@ def _policy_poller(interval: float) -> Callable[[web.Application], AsyncIterator
     symlink swap). A new policy that does not parse keeps the old one, logged once per content."""
 
     async def poll(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(_poll_policy(app[POLICY], app[METRICS], interval))
+        app[SUPERVISOR].spawn("policy", lambda: _poll_policy(app[POLICY], app[METRICS], interval))
         yield
-        await _stop([task])
 
     return poll
 
@@ -189,65 +189,12 @@ async def _poll_policy(held: PolicyState, m: Metrics, interval: float) -> None:
         log.info("policy reloaded from %s: %s sha256=%s", held.path, policy.name, digest[:16])
 
 
-def _live(source: StateSource, engine: scorer.Engine) -> Callable[[web.Application], AsyncIterator[None]]:
-    """Watch the API server into the state holder, and create PodGroups for admitted gangs."""
-
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        api = await api_client(source.kubeconfig)
-        app[API] = api
-        kinds = watch.kinds()
-        policy = app[POLICY]
-        mirror = Mirror(
-            app[STATE],
-            [k.name for k in kinds],
-            engine=engine,
-            default_levels=lambda state: default_snapshot_levels(state, policy.current.default_topology),
-            settle_heap=True,
-        )
-        counter = app[METRICS].podgroups
-        creator = podgroups.Creator(api, lambda result: counter.labels(result).inc(), _pod_groups_of(app))
-        app[PODGROUPS] = creator
-        tasks = watch.start(api, kinds, mirror, source.watch)
-        tasks.append(asyncio.create_task(creator.run(), name="podgroups"))
-        tasks += _track(app, api, source)
-        yield
-        await _stop(tasks)
-        await api.close()
-
-    return ctx
+async def _supervised(app: web.Application) -> AsyncIterator[None]:
+    """The supervisor outlives every other context: it stops the tasks they spawned last."""
+    yield
+    await app[SUPERVISOR].stop()
 
 
-def _track(app: web.Application, api: Any, source: StateSource) -> list[asyncio.Task[None]]:
-    """Follow every gang after admission (lifecycle states, predictions, Events)."""
-    lifecycle = app[LIFECYCLE]
-    events = EventRecorder(api, lifecycle.event)
-    follower = tracker.Tracker(app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted)
-    lifecycle.follow(follower.rows, follower.counts)
-    return tracker.start(api, follower, events, source.watch)
-
-
-def _pod_groups_of(app: web.Application) -> podgroups.Compute:
-    """The PodGroups a stored object needs: the decision path on the current state, in the pool.
-
-    Nothing when the state is not loaded or the stored object would not be admitted.
-    """
-
-    def compute(obj: Mapping[str, Any]) -> podgroups.PodGroups:
-        state = app[STATE].current
-        if state is None:
-            return ()
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        decision = decide(Review(obj, namespace=namespace), state, app[POLICY].current)
-        return tuple(decision.pod_groups) if decision.allowed else ()
-
-    async def run(obj: Mapping[str, Any]) -> podgroups.PodGroups:
-        return await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], compute, obj)
-
-    return run
-
-
-async def _stop(tasks: list[asyncio.Task[None]]) -> None:
-    for task in tasks:
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.gather(*tasks, return_exceptions=True)
+async def _close_audit(audit: AuditLog) -> None:
+    """Write out the queued audit lines at shutdown (off the loop: the stream may be slow)."""
+    await asyncio.to_thread(audit.close)

@@ -5,6 +5,9 @@ The schema is documented in the README ("Audit log"); keep the two in step.
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -90,11 +93,60 @@ def object_uid(req: AdmissionRequest) -> str | None:
     return None
 
 
-def line_writer(stream: TextIO) -> Callable[[dict[str, Any]], None]:
-    """Write records as single JSON lines, flushed, so a crash loses at most the current one."""
+class AuditLog:
+    """The audit line of a review, written off the event loop by one thread; never a blocked review.
 
-    def write(record: dict[str, Any]) -> None:
-        stream.write(orjson.dumps(record).decode() + "\n")
-        stream.flush()
+    A back-pressured log pipe (a slow collector, a full stdout buffer) must not stall every
+    review: ``__call__`` only puts the record on a bounded queue; the writer thread serialises,
+    writes and flushes what has queued up, one batch at a time. A record that finds the queue
+    full is dropped and counted (``dropped``, ``on_drop``: ``tasgate_audit_lines_dropped_total``),
+    never waited for. `close` writes out what is queued (within ``timeout``) at shutdown.
+    """
 
-    return write
+    def __init__(
+        self, stream: TextIO, limit: int = 10_000, on_drop: Callable[[], None] = lambda: None
+    ) -> None:
+        self.stream = stream
+        self.on_drop = on_drop
+        self.dropped = 0
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(limit)
+        self._thread = threading.Thread(target=self._write_forever, name="audit-writer", daemon=True)
+        self._thread.start()
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            self.dropped += 1
+            self.on_drop()
+
+    def close(self, timeout: float = 5.0) -> None:
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=timeout)
+        self._thread.join(timeout)
+
+    def _write_forever(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 512:
+                    batch.append(self._queue.get_nowait())
+            records = [r for r in batch if r is not None]
+            if records:
+                self._write(records)
+            if len(records) < len(batch):
+                return
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        try:
+            self.stream.write("".join(orjson.dumps(r).decode() + "\n" for r in records))
+            self.stream.flush()
+        except (OSError, ValueError, TypeError):  # a closed or broken stream: count, keep going
+            self.dropped += len(records)
+            for _ in records:
+                self.on_drop()
+
+
+def line_writer(stream: TextIO) -> AuditLog:
+    """The audit sink of `tasgate serve`: JSON lines on ``stream``, written off the loop."""
+    return AuditLog(stream)

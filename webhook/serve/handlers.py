@@ -37,9 +37,11 @@ from webhook.serve.keys import (
     PODGROUPS,
     POLICY,
     RELOADER,
+    REVIEW_UID,
     RUNTIME,
     SETTINGS,
     STATE,
+    SUPERVISOR,
     WAITING,
     Settings,
     main_app,
@@ -95,6 +97,9 @@ def readiness_problems(app: web.Application) -> list[str]:
         problems.append(
             "compiled scorer not active (pure-Python twin in use; --allow-reference-scorer to accept)"
         )
+    supervisor = app.get(SUPERVISOR)
+    if supervisor is not None:
+        problems.extend(supervisor.problems())
     reloader = app.get(RELOADER)
     if reloader is not None and not reloader.loaded:
         problems.append("serving certificate not loaded")
@@ -139,8 +144,11 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
     except MalformedReview as exc:
         app[METRICS].errors.labels("malformed").inc()
         if exc.uid:
-            return _json(respond(exc.uid, False, code=400, message=f"malformed AdmissionReview: {exc}"))
+            return json_response(
+                respond(exc.uid, False, code=400, message=f"malformed AdmissionReview: {exc}")
+            )
         return web.json_response({"error": f"malformed AdmissionReview: {exc}"}, status=400)
+    request[REVIEW_UID] = req.uid
     budget = parse_timeout(request.query.get("timeout")) * app[SETTINGS].timeout_margin
     if scale.is_scale(req):
         outcome = await _judge_scale(app, req, endpoint, budget)
@@ -161,7 +169,7 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
         patch=outcome.patch if endpoint == "mutate" and not req.sub_resource else (),
         audit=outcome.audit,
     )
-    return _json(body)
+    return json_response(body)
 
 
 async def _decide(
@@ -170,10 +178,10 @@ async def _decide(
     holder, settings = app[STATE], app[SETTINGS]
     state = holder.current
     if state is None:
-        return _unavailable(settings, "cluster state not loaded yet")
+        return unavailable(settings, "cluster state not loaded yet")
     age = holder.age()
     if settings.stale_after and age is not None and age > settings.stale_after:
-        return _unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
+        return unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
     loop = asyncio.get_running_loop()
     executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
     call = loop.run_in_executor(executor, judge, req, state, app[POLICY].current, endpoint == "mutate")
@@ -181,7 +189,7 @@ async def _decide(
         return await asyncio.wait_for(call, budget)
     except TimeoutError:
         app[METRICS].errors.labels("timeout").inc()
-        return _unavailable(settings, f"decision overran {budget:.1f}s")
+        return unavailable(settings, f"decision overran {budget:.1f}s")
     except Exception:
         app[METRICS].errors.labels("exception").inc()
         log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
@@ -197,7 +205,7 @@ async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: st
         return Outcome(True, Reason.SKIPPED_OPERATION)
     api = app.get(API)
     if api is None:
-        return _unavailable(settings, "a scale change can only be checked in live mode (no API server)")
+        return unavailable(settings, "a scale change can only be checked in live mode (no API server)")
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
@@ -205,12 +213,12 @@ async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: st
     except (ApiException, aiohttp.ClientError, TimeoutError, OSError) as exc:
         app[METRICS].errors.labels("scale-parent").inc()
         why = getattr(exc, "status", None) or type(exc).__name__
-        return _unavailable(settings, f"cannot read {req.resource}/{req.name} to judge its scale ({why})")
+        return unavailable(settings, f"cannot read {req.resource}/{req.name} to judge its scale ({why})")
     remaining = max(budget - (loop.time() - started), 0.001)
     return await _decide(app, scale.as_create(req, parent, replicas), endpoint, remaining)
 
 
-def _unavailable(settings: Settings, why: str) -> Outcome:
+def unavailable(settings: Settings, why: str) -> Outcome:
     """The answer when tasgate cannot judge: the policy's documented choice, said plainly."""
     if settings.on_timeout == "deny":
         return Outcome(False, Reason.UNAVAILABLE, f"tasgate could not decide: {why}", 503)
@@ -282,5 +290,5 @@ def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: 
     creator.submit(Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name))
 
 
-def _json(body: dict[str, Any]) -> web.Response:
+def json_response(body: dict[str, Any]) -> web.Response:
     return web.Response(body=orjson.dumps(body), content_type="application/json")

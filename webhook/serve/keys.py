@@ -20,6 +20,7 @@ from webhook.live.holder import StateHolder
 from webhook.live.podgroups import Creator
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
+from webhook.serve.supervise import Supervisor
 from webhook.serve.tls import CertReloader
 from webhook.serve.waiting import RecentWaiting
 from webhook.wire.admission import MAX_BODY_BYTES
@@ -39,6 +40,24 @@ class Settings:
     cert_poll_seconds: float = 10.0
     read_timeout: float = 10.0  # seconds a client has for a request head, and again for its body
     policy_file: str | None = None  # a policy read from this file is reloaded when its content changes
+    fault_hook: bool = False  # test-only: POST /debug/raise/<task> on the metrics port makes a task raise
+
+
+@dataclass(frozen=True)
+class Election:
+    """Who writes (PodGroups, Events): the holder of one ``coordination.k8s.io`` Lease.
+
+    Every replica answers reviews; only the leader runs the writers, so two replicas never
+    write twice. Off (every replica writes) only where one replica runs by design (tests).
+    """
+
+    enabled: bool = True
+    lease_name: str = "tasgate"
+    lease_namespace: str = "tasgate-system"
+    identity: str = ""  # empty: $POD_NAME, else the host name
+    lease_seconds: float = 15.0
+    renew_seconds: float = 10.0
+    retry_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,7 @@ class StateSource:
     live: bool = False
     kubeconfig: str | None = None
     watch: WatchSettings = field(default_factory=WatchSettings)
+    election: Election = field(default_factory=Election)
 
 
 @dataclass
@@ -93,7 +113,10 @@ RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only
 PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only
 WAITING = web.AppKey("waiting", RecentWaiting)  # gangs recently told to wait, for /topology
-MAIN = web.AppKey("main", web.Application)  # on the metrics app: the webhook app it reports on
+SUPERVISOR = web.AppKey("supervisor", Supervisor)  # every background task runs under it
+MAIN = web.AppKey("main", web.Application)
+# On a review request once its body parses: the uid an error is still answered with (serve.errors).
+REVIEW_UID = web.RequestKey("review_uid", str)  # on the metrics app: the webhook app it reports on
 
 
 def main_app(app: web.Application) -> web.Application:

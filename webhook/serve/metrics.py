@@ -116,6 +116,23 @@ class Metrics:
             "1 while the policy file's newest content is refused and an older policy is in force.",
             registry=self.registry,
         )
+        self.task_restarts = Counter(
+            "tasgate_task_restarts",
+            "Background tasks (watches, publisher, tracker, writers, reloaders) restarted after "
+            "an unexpected exception or return; each is logged with its traceback.",
+            ["task"],
+            registry=self.registry,
+        )
+        self.audit_dropped = Counter(
+            "tasgate_audit_lines_dropped",
+            "Audit lines dropped because the log writer fell behind (the review was answered).",
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "tasgate_leader",
+            "1 while this replica holds the writers' Lease (creates PodGroups, posts Events).",
+            registry=self.registry,
+        )
         self.info = Gauge(
             "tasgate_scorer_info", "The active placement engine.", ["implementation"], registry=self.registry
         )

@@ -1,0 +1,56 @@
+"""The answer path cannot 500: whatever fails after a review is parsed is still an answer.
+
+aiohttp turns an exception in a handler into a plain ``500 Internal Server Error`` with no
+AdmissionReview; the API server then applies the webhook's failurePolicy with a message nobody
+can act on. `answer_errors` catches it instead: once the review's uid is known (the handler
+stores it on the request as soon as the body parses), the answer is an AdmissionReview for that
+uid, allowed or denied per ``--on-timeout`` exactly as when tasgate cannot decide in time, and
+the exception is logged once with its traceback. Before the uid is known the request was not a
+review at all: a JSON 500 saying so. HTTP errors the handlers raise on purpose pass through.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from webhook.serve.handlers import json_response, unavailable
+from webhook.serve.keys import METRICS, REVIEW_UID, SETTINGS, SUPERVISOR, main_app
+from webhook.wire.admission import review_response
+
+log = logging.getLogger("tasgate")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception:
+        app = request.app
+        app[METRICS].errors.labels("exception").inc()
+        uid = request.get(REVIEW_UID)
+        log.exception("answering %s %s failed uid=%s", request.method, request.path, uid)
+        if not isinstance(uid, str):
+            return web.json_response({"error": "tasgate failed to answer; see its log"}, status=500)
+        outcome = unavailable(app[SETTINGS], "tasgate failed while answering; see its log")
+        body = review_response(
+            uid,
+            outcome.allowed,
+            code=outcome.code if not outcome.allowed else None,
+            message=outcome.message,
+            warnings=outcome.warnings,
+        )
+        return json_response(body)
+
+
+async def inject_fault(request: web.Request) -> web.Response:
+    """Test-only (``--test-fault-hook``): make the background task named in the path fail."""
+    name = request.match_info["task"]
+    if main_app(request.app)[SUPERVISOR].inject(name):
+        return web.Response(text=f"fault injected into {name}\n")
+    return web.Response(status=404, text=f"no running task {name}\n")
