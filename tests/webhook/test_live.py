@@ -210,7 +210,7 @@ def aged_mirror(seconds: float) -> Mirror:
 
 async def test_an_open_silent_watch_keeps_its_kind_fresh() -> None:
     """A quiet, healthy cluster never goes stale: a connected watch is current however silent."""
-    from webhook.live.watch import WatchSettings, _watch  # noqa: PLC0415
+    from webhook.live.watch import Cursor, WatchSettings, _watch  # noqa: PLC0415
 
     (nodes,) = [k for k in kinds() if k.name == "nodes"]
     mirror = aged_mirror(1000.0)
@@ -223,18 +223,19 @@ async def test_an_open_silent_watch_keeps_its_kind_fresh() -> None:
         assert kw["allow_watch_bookmarks"] is True
         return FakeResponse([], hold=0.5)
 
-    watching = asyncio.create_task(_watch(lister, nodes, mirror, WatchSettings(), "10"))
+    cursor = Cursor("10")
+    watching = asyncio.create_task(_watch(lister, nodes, mirror, WatchSettings(), cursor))
     await asyncio.sleep(0.3)  # the watch is open and has said nothing yet
     fresh = mirror.freshness()
     assert fresh is not None and time.monotonic() - fresh < 0.1, "a connected, silent watch is fresh"
-    assert await watching == "10"
+    assert await watching and cursor.version == "10"
     await asyncio.sleep(0.3)  # the watch ended: the kind now ages from the moment it ended
     fresh = mirror.freshness()
     assert fresh is not None and 0.25 < time.monotonic() - fresh < 1.0
 
 
 async def test_bookmarks_refresh_and_are_never_applied() -> None:
-    from webhook.live.watch import WatchSettings, _watch  # noqa: PLC0415
+    from webhook.live.watch import Cursor, WatchSettings, _watch  # noqa: PLC0415
 
     (nodes,) = [k for k in kinds() if k.name == "nodes"]
     mirror = aged_mirror(1000.0)
@@ -244,7 +245,8 @@ async def test_bookmarks_refresh_and_are_never_applied() -> None:
         return FakeResponse([event("BOOKMARK", bookmark), event("ADDED", node("a", version="43"))])
 
     before = time.monotonic()
-    assert await _watch(lister, nodes, mirror, WatchSettings(), "10") == "43"
+    cursor = Cursor("10")
+    assert await _watch(lister, nodes, mirror, WatchSettings(), cursor) and cursor.version == "43"
     assert list(mirror.nodes) == ["a"], "the bookmark is not an object"
     assert mirror.synced["nodes"] >= before
 
@@ -253,7 +255,7 @@ async def test_bookmarks_refresh_and_are_never_applied() -> None:
 
     mirror.synced["nodes"] -= 1000.0
     before = time.monotonic()
-    assert await _watch(only_bookmark, nodes, mirror, WatchSettings(), "43") == "42"
+    assert await _watch(only_bookmark, nodes, mirror, WatchSettings(), cursor) and cursor.version == "42"
     assert mirror.synced["nodes"] >= before and list(mirror.nodes) == ["a"]
 
 

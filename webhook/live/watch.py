@@ -1,9 +1,10 @@
 """Live cluster state from the API server: kubernetes-asyncio list+watch, one writer, swaps.
 
 Each kind is listed, then watched from the list's resourceVersion with a server-side timeout
-and a client read timeout (a dead connection cannot hang a watch); a 410 Gone re-lists and
-replaces the kind wholesale, which synthesises the deletions missed meanwhile. Errors back off
-exponentially. Kueue CRDs that are not installed are tolerated and retried, not fatal.
+and a client read timeout (a dead connection cannot hang a watch); a broken watch resumes from
+the last resourceVersion applied, and only a 410 Gone re-lists and replaces the kind wholesale,
+which synthesises the deletions missed meanwhile. Errors back off exponentially. Kueue CRDs
+that are not installed are tolerated and retried, not fatal.
 
 The `Mirror` (``live.mirror``) is the only writer. It keeps parsed objects, and when
 something placement-relevant changed it builds a new immutable `ClusterState` and publishes
@@ -165,26 +166,50 @@ class WatchSettings:
     absent_retry: float = 30.0
 
 
+@dataclass
+class Cursor:
+    """Where a kind's watch resumes: the last resourceVersion applied (None: list first)."""
+
+    version: str | None = None
+    opened: bool = False  # the last watch request got its stream (the connection works)
+
+
 async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: WatchSettings) -> None:
-    """List, then watch, forever; re-list on 410 Gone; back off on errors."""
+    """List, then watch, forever; back off on errors.
+
+    A watch that breaks (a dropped connection, a read timeout, an API server restart) resumes
+    from the last resourceVersion it applied, as client-go's reflector does: only a 410 Gone
+    re-lists. A re-list is a consistent read of the whole kind (tens of thousands of pods, a
+    hundred pages) and on a loaded API server takes far longer than the break it would repair;
+    the kind is unconfirmed all that time.
+    """
     lister = kind.lister(api)
     backoff = 0.5
+    cursor = Cursor()
     while True:
         try:
-            version: str | None = await _list(lister, kind, mirror)
-            backoff = 0.5
-            while version is not None:
-                version = await _watch(lister, kind, mirror, settings, version)
+            if cursor.version is None:
+                cursor.version = await _list(lister, kind, mirror)
+                backoff = 0.5
+            while await _watch(lister, kind, mirror, settings, cursor):
+                backoff = 0.5
+            cursor.version = None  # 410 Gone: re-list at once
+            continue
         except ApiException as exc:
             if exc.status == 404 and kind.optional:
                 mirror.mark_absent(kind.name)
+                cursor.version = None
                 await asyncio.sleep(settings.absent_retry)
                 continue
+            if exc.status == 410:
+                cursor.version = None
             mirror.disconnected(kind.name)
             log.warning("%s: API error %s %s; retrying in %.1fs", kind.name, exc.status, exc.reason, backoff)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
             mirror.disconnected(kind.name)
             log.warning("%s: %s: %s; retrying in %.1fs", kind.name, type(exc).__name__, exc, backoff)
+        if cursor.opened:
+            backoff, cursor.opened = 0.5, False  # the stream had worked: this is a fresh break
         await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
         backoff = min(backoff * 2, settings.backoff_max)
 
@@ -212,10 +237,9 @@ async def _list(lister: Lister, kind: Kind, sink: Sink) -> str:
             return str(meta.get("resourceVersion", ""))
 
 
-async def _watch(
-    lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettings, version: str
-) -> str | None:
-    """One watch request; the next resourceVersion, or None to re-list (410 Gone).
+async def _watch(lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettings, cursor: Cursor) -> bool:
+    """One watch request from ``cursor.version``, advancing it per event; False on 410 Gone
+    (re-list), True when the server ended the watch (resume).
 
     While the stream is open the kind counts as current (``Mirror.connected``); every event,
     BOOKMARK included, refreshes it. A BOOKMARK only carries a resourceVersion to resume from:
@@ -227,7 +251,7 @@ async def _watch(
     response = await checked(
         await lister(
             watch=True,
-            resource_version=version,
+            resource_version=cursor.version,
             timeout_seconds=settings.watch_seconds,
             allow_watch_bookmarks=True,
             _preload_content=False,
@@ -236,6 +260,7 @@ async def _watch(
         )
     )
     mirror.connected(kind.name)
+    cursor.opened = True
     try:
         async with response:
             async for line in _lines(response):
@@ -244,20 +269,22 @@ async def _watch(
                 kind_of_event = event.get("type")
                 if kind_of_event == "ERROR":
                     if obj.get("code") == 410:
-                        log.info("%s: resourceVersion %s expired (410 Gone); re-listing", kind.name, version)
-                        return None
+                        log.info(
+                            "%s: resourceVersion %s expired (410 Gone); re-listing", kind.name, cursor.version
+                        )
+                        return False
                     raise ApiException(status=obj.get("code", 500), reason=str(obj.get("message")))
-                version = str((obj.get("metadata") or {}).get("resourceVersion", version))
                 if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
                     mirror.apply(
                         kind.name,
                         str(kind_of_event),
                         {"apiVersion": kind.api_version, "kind": kind.kind, **obj},
                     )
+                cursor.version = str((obj.get("metadata") or {}).get("resourceVersion", cursor.version))
                 mirror.healthy(kind.name)  # an event or a BOOKMARK: the stream is current
     finally:
         mirror.disconnected(kind.name)
-    return version
+    return True
 
 
 async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
