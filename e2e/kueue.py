@@ -8,12 +8,14 @@ Usage::
         main = workload_admission(workload)["main"]
 
 ``Kueue(cp).start()`` does what a release install does, minus the Deployment and with loopback
-wiring (the recipe in /work/shared/KUEUE_E2E.md):
+wiring (the recipe in KUEUE_E2E.md in shared/ beside the checkout):
 
 1. Applies Kueue's own CRDs from the module source (``config/components/crd/bases/`` of the module
    directory ``go mod download -json`` reports; read in place from the module cache), plus the
    third-party CRDs of the enabled integrations from ``../shared/crds``, and waits until they are
    Established (a Kueue that starts before its CRDs exits 1 with "no matches for kind Workload").
+   Applies Kueue's release RBAC and mints its credentials (``e2e.kueue_identity``): Kueue runs as
+   ``system:serviceaccount:kueue-system:kueue-controller-manager``, authorised by its own roles.
 2. Writes a ``config.kueue.x-k8s.io/v1beta2`` Configuration: namespace kueue-system, no leader
    election, health/metrics/webhook on free loopback ports, a webhook ``certDir`` made with the
    project's cert generator, internal cert management off, VisibilityOnDemand off (it would
@@ -31,70 +33,80 @@ wiring (the recipe in /work/shared/KUEUE_E2E.md):
 ``stop()`` deletes the webhook configurations *before* stopping Kueue: every webhook has
 ``failurePolicy: Fail``, so with Kueue down every Job and Pod create would be refused.
 
-Kueue runs with the harness's admin kubeconfig (system:masters): RBAC is not exercised.
+Kueue runs as the user a cluster gives it (``kueue.identity``; a client certificate with its
+service account's name and groups), never as the harness admin: webhook ``matchConditions`` that
+name Kueue's user (tasgate's) are exercised as in a cluster, and so is Kueue's RBAC. The harness
+itself (CRDs, webhook configurations, probes) still acts as the admin.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import http.client
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import yaml
 
-from e2e.controlplane import (
-    BUILD_SCRIPT,
-    TOOLS_DIR,
-    VERSIONS_MARKER,
-    BinariesMissingError,
-    ControlPlane,
-    ControlPlaneError,
-    ServerProcess,
-    cache_bin_root,
-    display_path,
-    free_ports,
-    required_version,
-)
+from e2e.controlplane import ControlPlane, ServerProcess, free_ports
 from e2e.kueue_admission import wait_for
-from e2e.shared import shared_dir
+from e2e.kueue_identity import Identity, install_identity
+from e2e.kueue_source import (  # the binary, module source and CRDs; re-exported below
+    DEFAULT_FRAMEWORKS,
+    FRAMEWORK_CRDS,
+    KUEUE_BIN_ENV,
+    SHARED_CRDS,
+    KueueError,
+    find_kueue,
+    go_command,
+    install_crds,
+    kueue_cache_dir,
+    kueue_crd_files,
+    module_source_dir,
+    pinned_kueue_version,
+    third_party_crd_files,
+)
 from webhook.serve import certs
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# shared/ sits beside the repository (in CI a read-only copy beside the clone).
-SHARED_CRDS = shared_dir() / "crds"
-KUEUE_TOOLS_DIR = TOOLS_DIR / "kueue"
-KUEUE_MODULE = "sigs.k8s.io/kueue"
-KUEUE_BIN_ENV = "TASGATE_E2E_KUEUE_BIN"  # a directory holding a `kueue` binary; trusted as is
+__all__ = [  # tests and the other harness modules import all of these from here
+    "CLIENT_CONNECTION",
+    "CONFIG_API_VERSION",
+    "DEFAULT_FRAMEWORKS",
+    "FRAMEWORK_CRDS",
+    "KUEUE_API_VERSION",
+    "KUEUE_BIN_ENV",
+    "KUEUE_NAMESPACE",
+    "Kueue",
+    "KueueError",
+    "METRICS_CERTS_PATH",
+    "PROBE_NAMESPACE",
+    "SHARED_CRDS",
+    "WEBHOOK_CONFIGURATION_NAMES",
+    "WEBHOOK_KUSTOMIZATION",
+    "find_kueue",
+    "go_command",
+    "install_crds",
+    "kueue_cache_dir",
+    "kueue_crd_files",
+    "module_source_dir",
+    "pinned_kueue_version",
+    "third_party_crd_files",
+]
+
 KUEUE_NAMESPACE = "kueue-system"
 CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
-CRD_BASES = Path("config", "components", "crd", "bases")
 WEBHOOK_KUSTOMIZATION = Path("config", "components", "webhook")
 METRICS_CERTS_PATH = "/etc/kueue/metrics/certs"  # hard-coded in Kueue (no flag or config field)
 
-# Integration (framework name as Kueue v0.19.2 spells it) -> the CRD file in ../shared/crds it
-# needs; None for built-in kinds. Kueue skips an integration whose API is not served, so the CRD
-# of every enabled one is installed before Kueue starts.
-FRAMEWORK_CRDS: Mapping[str, str | None] = {
-    "batch/job": None,
-    "jobset.x-k8s.io/jobset": "jobset.x-k8s.io_jobsets.yaml",
-    "kubeflow.org/pytorchjob": "kubeflow.org_pytorchjobs.yaml",
-    "kubeflow.org/mpijob": "kubeflow.org_mpijobs.yaml",
-    "leaderworkerset.x-k8s.io/leaderworkerset": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
-    "pod": None,
-}
-DEFAULT_FRAMEWORKS: tuple[str, ...] = tuple(FRAMEWORK_CRDS)
 # kustomize's output kinds -> the names a release install gives them (config/default's "kueue-"
 # namePrefix).
 WEBHOOK_CONFIGURATION_NAMES: Mapping[str, str] = {
@@ -114,120 +126,6 @@ exec "$@"
 """
 _PORT_ATTEMPTS = 3
 _LOG_TAIL_LINES = 40
-
-
-class KueueError(ControlPlaneError):
-    """Kueue could not be installed or started, did not become ready, or died."""
-
-
-# --- binary and module source --------------------------------------------------------------------
-
-
-def pinned_kueue_version() -> str:
-    """The ``sigs.k8s.io/kueue`` version e2e/tools/kueue/go.mod requires (build-binaries.sh reads it too)."""
-    return required_version(KUEUE_TOOLS_DIR / "go.mod", KUEUE_MODULE)
-
-
-def kueue_cache_dir() -> Path:
-    """``<cache>/bin/kueue-<version>/``: where build-binaries.sh links ``kueue`` and its VERSIONS marker.
-
-    Kueue gets a directory of its own (not the kube/etcd one) because its version moves
-    independently: bumping it must not invalidate kube-apiserver, nor a kube bump Kueue.
-    """
-    return cache_bin_root() / f"kueue-{pinned_kueue_version()}"
-
-
-def find_kueue() -> Path:
-    """The ``kueue`` binary from ``$TASGATE_E2E_KUEUE_BIN`` if set, else from the build cache.
-
-    Like ``find_binaries``: the cache directory must also hold build-binaries.sh's VERSIONS marker
-    (written after the link), and a miss raises ``BinariesMissingError``, never a skip.
-    """
-    override = os.environ.get(KUEUE_BIN_ENV)
-    directory = Path(override).expanduser() if override else kueue_cache_dir()
-    binary = directory / "kueue"
-    missing = [] if os.access(binary, os.X_OK) else ["kueue"]
-    if not override and not missing and not (directory / VERSIONS_MARKER).is_file():
-        missing.append(f"{VERSIONS_MARKER} (build-binaries.sh did not finish)")
-    if missing:
-        source = KUEUE_BIN_ENV if override else "the build cache for the pinned Kueue version"
-        raise BinariesMissingError(
-            f"Kueue binary missing from {directory} ({source}): {', '.join(missing)}. "
-            f"Build it with `bash {display_path(BUILD_SCRIPT)}` (cold Kueue build: about 3 min on 2 cores; "
-            f"cached afterwards), or set {KUEUE_BIN_ENV} to a directory holding kueue."
-        )
-    return binary
-
-
-def go_command() -> str:
-    """The Go toolchain build-binaries.sh would use: ``$GO``, ``go`` on PATH, /usr/local/go/bin/go."""
-    go = os.environ.get("GO") or shutil.which("go") or "/usr/local/go/bin/go"
-    if not os.access(go, os.X_OK):
-        raise KueueError(f"no Go toolchain at {go!r} (set GO=/path/to/go): needed to locate Kueue's sources")
-    return go
-
-
-@functools.cache
-def module_source_dir() -> Path:
-    """Kueue's module directory in the Go module cache (read-only), as ``go mod download -json`` reports.
-
-    Offline once build-binaries.sh (or any ``go mod download``) has fetched the module.
-    """
-    version = pinned_kueue_version()
-    argv = [go_command(), "mod", "download", "-json", f"{KUEUE_MODULE}@{version}"]
-    env = dict(os.environ, GOTOOLCHAIN="local")
-    try:
-        result = subprocess.run(
-            argv, cwd=KUEUE_TOOLS_DIR, capture_output=True, text=True, env=env, timeout=600, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KueueError(f"{' '.join(argv)} failed: {exc}") from exc
-    try:
-        info = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    directory = info.get("Dir")
-    if result.returncode != 0 or info.get("Error") or not directory:
-        detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
-        raise KueueError(f"{' '.join(argv)} (in {KUEUE_TOOLS_DIR}) exited {result.returncode}: {detail}")
-    return Path(directory)
-
-
-# --- CRDs -----------------------------------------------------------------------------------------
-
-
-def kueue_crd_files(source: Path | None = None) -> list[Path]:
-    """Every CRD of Kueue's ``config/components/crd/bases/`` (11 in v0.19.2)."""
-    bases = (source or module_source_dir()) / CRD_BASES
-    files = sorted(bases.glob("*.yaml"))
-    if not files:
-        raise KueueError(f"no CRDs in {bases}")
-    return files
-
-
-def third_party_crd_files(frameworks: Iterable[str]) -> list[Path]:
-    """The ../shared/crds files the given integrations need (jobset, kubeflow, leaderworkerset)."""
-    files = []
-    for framework in frameworks:
-        if framework not in FRAMEWORK_CRDS:
-            raise KueueError(f"unknown integration {framework!r}; known: {', '.join(FRAMEWORK_CRDS)}")
-        name = FRAMEWORK_CRDS[framework]
-        if name is not None:
-            path = SHARED_CRDS / name
-            if not path.is_file():
-                raise KueueError(f"integration {framework} needs {path}, which does not exist")
-            files.append(path)
-    return files
-
-
-def install_crds(cp: ControlPlane, files: Sequence[Path], timeout: float = 60.0) -> list[str]:
-    """Server-side apply ``files`` in one kubectl run and wait until all are Established; the CRD names."""
-    if not files:
-        return []
-    args = [a for path in files for a in ("-f", str(path))]
-    applied = cp.kubectl("apply", "--server-side", "--force-conflicts", "-o", "name", *args).stdout.split()
-    cp.kubectl("wait", "--for", "condition=established", f"--timeout={timeout:g}s", *applied)
-    return [name.rpartition("/")[2] for name in applied]
 
 
 # --- the manager ----------------------------------------------------------------------------------
@@ -263,6 +161,7 @@ class Kueue:
         self._process: ServerProcess | None = None
         self._webhooks_installed = False
         self._ca_bundle = ""
+        self._identity: tuple[Identity, Path] | None = None
 
     # -- paths --
 
@@ -295,6 +194,20 @@ class Kueue:
     def running(self) -> bool:
         return self._process is not None and self._process.running()
 
+    @property
+    def identity(self) -> Identity:
+        """The user Kueue runs as (its service account's name and groups); known once started."""
+        if self._identity is None:
+            raise KueueError("Kueue's identity is not installed yet (start() first)")
+        return self._identity[0]
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig Kueue starts with: its own client certificate, not the admin's."""
+        if self._identity is None:
+            raise KueueError("Kueue's identity is not installed yet (start() first)")
+        return self._identity[1]
+
     # -- lifecycle --
 
     def __enter__(self) -> Kueue:
@@ -320,6 +233,11 @@ class Kueue:
             install_crds(self.cp, [*kueue_crd_files(source), *third_party_crd_files(self.frameworks)])
             namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
             self.cp.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+            self._identity = install_identity(self.cp, source, self.dir / "identity")
+            if not self.identity.username.startswith(f"system:serviceaccount:{KUEUE_NAMESPACE}:"):
+                raise KueueError(
+                    f"Kueue's release RBAC binds {self.identity.username}, not in {KUEUE_NAMESPACE}"
+                )
             self._write_certs()
             self._process = ServerProcess("kueue", self.log_path)
             self._start_on_free_ports()
@@ -431,7 +349,7 @@ class Kueue:
         unshare = shutil.which("unshare") or "unshare"
         # Unprivileged: a user namespace in which we are root may mount too (kernel >= 5.11 for overlay).
         user_ns = ["--map-root-user"] if os.geteuid() != 0 else []
-        kueue = [str(self.binary), f"--config={self.config_path}", f"--kubeconfig={self.cp.kubeconfig}"]
+        kueue = [str(self.binary), f"--config={self.config_path}", f"--kubeconfig={self.kubeconfig}"]
         if self.log_level is not None:
             kueue.append(f"--zap-log-level={self.log_level}")
         return [

@@ -46,13 +46,38 @@ def add_gpu_nodes(
     return names
 
 
-def queue_objects(namespace: str) -> list[dict[str, Any]]:
-    """Topology, ResourceFlavor, ClusterQueue, and a LocalQueue in ``namespace`` (v1beta2)."""
+def cluster_queue(name: str = CLUSTER_QUEUE, stop_policy: str | None = None) -> dict[str, Any]:
+    """A ClusterQueue of the TAS flavor with ample quota; ``stop_policy`` ``Hold`` keeps what it
+    queues from being admitted until the policy is lifted (a queued workload on demand)."""
     quota = [
         {"name": "cpu", "nominalQuota": "1000"},
         {"name": "memory", "nominalQuota": "10Ti"},
         {"name": GPU, "nominalQuota": "1000"},
     ]
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": ["cpu", "memory", GPU], "flavors": [{"name": FLAVOR, "resources": quota}]}
+        ],
+    }
+    if stop_policy is not None:
+        spec["stopPolicy"] = stop_policy
+    return {"apiVersion": KUEUE_API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(
+    namespace: str, name: str = LOCAL_QUEUE, cluster_queue: str = CLUSTER_QUEUE
+) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def queue_objects(namespace: str) -> list[dict[str, Any]]:
+    """Topology, ResourceFlavor, ClusterQueue, and a LocalQueue in ``namespace`` (v1beta2)."""
     return [
         {
             "apiVersion": KUEUE_API_VERSION,
@@ -66,26 +91,8 @@ def queue_objects(namespace: str) -> list[dict[str, Any]]:
             "metadata": {"name": FLAVOR},
             "spec": {"nodeLabels": dict(NODE_POOL), "topologyName": TOPOLOGY},
         },
-        {
-            "apiVersion": KUEUE_API_VERSION,
-            "kind": "ClusterQueue",
-            "metadata": {"name": CLUSTER_QUEUE},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", GPU],
-                        "flavors": [{"name": FLAVOR, "resources": quota}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": KUEUE_API_VERSION,
-            "kind": "LocalQueue",
-            "metadata": {"name": LOCAL_QUEUE, "namespace": namespace},
-            "spec": {"clusterQueue": CLUSTER_QUEUE},
-        },
+        cluster_queue(),
+        local_queue(namespace),
     ]
 
 
@@ -115,12 +122,14 @@ def rack_required() -> dict[str, str]:
     return {REQUIRED_TOPOLOGY: RACK}
 
 
-def job(name: str, namespace: str, pods: int = 4, gpus: int = GPUS_PER_NODE) -> dict[str, Any]:
+def job(
+    name: str, namespace: str, pods: int = 4, gpus: int = GPUS_PER_NODE, queue: str = LOCAL_QUEUE
+) -> dict[str, Any]:
     """An Indexed, suspended batch/v1 Job of ``pods`` × ``gpus`` GPUs that requires one rack."""
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: LOCAL_QUEUE}},
+        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue}},
         "spec": {
             "parallelism": pods,
             "completions": pods,

@@ -1,4 +1,4 @@
-"""The files a loopback control plane is started from: PKI, the admin kubeconfig, the audit policy."""
+"""The files a loopback control plane is started from: PKI, kubeconfigs, the audit policy."""
 
 from __future__ import annotations
 
@@ -59,19 +59,24 @@ def write_pki(pki: Path, dns_names: Sequence[str], ips: Sequence[str]) -> None:
     )
 
 
-def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path) -> None:
-    """An admin kubeconfig (client certificate in group system:masters), readable by its owner only."""
+def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, user: str = "admin") -> None:
+    """A kubeconfig that authenticates with a client certificate, readable by its owner only.
+
+    Who it is comes from the certificate (CN the user name, O the groups): the harness admin's is
+    in system:masters; Kueue's (e2e.kueue_identity) is its service account's. ``user`` only names
+    the entry.
+    """
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
             {"name": "tasgate-e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}
         ],
-        "users": [{"name": "admin", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
         "contexts": [
             {
                 "name": "tasgate-e2e",
-                "context": {"cluster": "tasgate-e2e", "user": "admin", "namespace": "default"},
+                "context": {"cluster": "tasgate-e2e", "user": user, "namespace": "default"},
             }
         ],
         "current-context": "tasgate-e2e",

@@ -11,15 +11,16 @@ registered with both of its production webhook configurations. For every row of 
 
    - tasgate allows and says it fits: Kueue admits it, and for every PodSet Kueue's flavor and
      topology assignment (pods per hostname) equal tasgate's predicted flavor and ``now`` placement;
-     Kueue's start UPDATE (unsuspend, node selectors, scheduling gates) passes tasgate;
+     Kueue's start UPDATE (unsuspend, node selectors, scheduling gates) is not sent to tasgate;
    - tasgate allows with "waits": the Workload stays pending for a few seconds; the usage pods that
      hold the capacity are deleted (and the gang admitted before it, if any); Kueue admits it where
      a fresh prediction says;
    - tasgate denies: the refusal carries tasgate's message; the same object created in a namespace
      tasgate's webhooks exclude (``tasgate-system``) stays pending in Kueue with Kueue's own reason.
 
-After the table, no UPDATE that Kueue sent (start, stop) was ever refused by tasgate, and a Workload
-deactivated by hand suspends its Job again without a refusal.
+After the table, no UPDATE that Kueue sent (start, stop) ever reached tasgate (the shipped
+matchCondition skips Kueue's user; Kueue runs as its service account) and none was refused, and a
+Workload deactivated by hand suspends its Job again without a refusal.
 
 Each row also names the verdict it was designed for, checked last: a row whose world changed (not
 tasgate) then fails on that, not silently on something else. Missing binaries FAIL, never skip.
@@ -327,7 +328,7 @@ def tasgate_denials_of(world: Fidelity, obj: Mapping[str, Any]) -> list[str]:
 
 
 def wait_started(world: Fidelity, obj: Mapping[str, Any]) -> None:
-    """Kueue's start UPDATE got through both of tasgate's webhooks: the workload is unsuspended."""
+    """Kueue's start UPDATE got through (tasgate's webhooks skip it): the workload is unsuspended."""
     if world.suspended(obj) is None:
         return
     try:
@@ -456,7 +457,7 @@ def admit_first(world: Fidelity, obj: dict[str, Any]) -> None:
 
 
 def test_deactivated_workload_suspends_its_job_again(world: Fidelity) -> None:
-    """Kueue's stop UPDATE (suspend, restored template) and a second start both pass tasgate."""
+    """Kueue's stop UPDATE (suspend, restored template) and a second start pass, tasgate not called."""
     obj = job("deactivate-me", 2, RACK_REQUIRED)
     try:
         assert world.apply(obj).returncode == 0
@@ -485,7 +486,8 @@ def test_deactivated_workload_suspends_its_job_again(world: Fidelity) -> None:
             and str(e.get("userAgent", "")).startswith("kueue/")
         ]
         assert len(kueue_writes) >= 3, "start, stop and start again: Kueue wrote the Job at least 3 times"
-        assert all(tasgate_called(e) for e in kueue_writes), "each of them went through tasgate"
+        assert not any(tasgate_called(e) for e in kueue_writes), "the matchCondition skips Kueue's writes"
+        assert {e["user"]["username"] for e in kueue_writes} == {world.kueue.identity.username}
     finally:
         world.delete(obj)
 
@@ -512,7 +514,8 @@ def test_live_state_stays_fresh_while_its_watches_are_healthy(world: Fidelity) -
 
 
 def test_no_update_from_kueue_was_refused_by_tasgate(world: Fidelity) -> None:
-    """Last: over the whole run, tasgate refused no UPDATE of a workload (Kueue's or anyone's)."""
+    """Last: over the whole run, tasgate refused no UPDATE of a workload (Kueue's or anyone's), and
+    none of Kueue's reached it: the shipped matchCondition skips Kueue's user by name."""
     workload_resources = {RESOURCES[kind].partition(".")[0] for kind in RESOURCES}
     updates = [
         e
@@ -522,10 +525,14 @@ def test_no_update_from_kueue_was_refused_by_tasgate(world: Fidelity) -> None:
         and not (e.get("objectRef") or {}).get("subresource")
     ]
     from_kueue = [e for e in updates if str(e.get("userAgent", "")).startswith("kueue/")]
-    judged = [e for e in from_kueue if tasgate_called(e)]
-    assert judged, (
-        f"no UPDATE from Kueue reached tasgate ({len(from_kueue)} from Kueue, {len(updates)} in all)"
-    )
+    assert from_kueue, f"no UPDATE of a workload from Kueue ({len(updates)} in all)"
+    assert {e["user"]["username"] for e in from_kueue} == {world.kueue.identity.username}
+    judged = [
+        f"{e['objectRef'].get('resource')}/{e['objectRef'].get('name')}"
+        for e in from_kueue
+        if tasgate_called(e)
+    ]
+    assert judged == [], f"{len(judged)} of Kueue's {len(from_kueue)} UPDATEs reached tasgate: {judged}"
     refused = [
         f"{e['objectRef'].get('resource')}/{e['objectRef'].get('name')} {e['verb']} by {e.get('userAgent')}: "
         f"{tasgate_denial(e)}"

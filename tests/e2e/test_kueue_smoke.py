@@ -142,6 +142,30 @@ def test_lws_worker_template_gets_the_pod_index_offset(world: tuple[ControlPlane
     assert all(a.domains for a in admission.values()), admission
 
 
+def test_kueue_acts_as_its_service_account_within_its_own_rbac(world: tuple[ControlPlane, Kueue]) -> None:
+    """Kueue's writes carry its service account's name (what tasgate's matchConditions look for),
+    and its release RBAC was enough for everything above: nothing it asked for was forbidden."""
+    cp, kueue = world
+    user = kueue.identity.username
+    assert user == "system:serviceaccount:kueue-system:kueue-controller-manager"
+    by_kueue = [e for e in cp.audit_events() if str(e.get("userAgent", "")).startswith("kueue/")]
+    assert {e["user"]["username"] for e in by_kueue} == {user}
+    assert {"system:serviceaccounts", "system:serviceaccounts:kueue-system"} <= set(
+        by_kueue[0]["user"]["groups"]
+    )
+    writes = [e for e in by_kueue if e.get("verb") == "patch" and e["objectRef"].get("resource") == "jobs"]
+    assert writes, "Kueue's start PATCH of rack-job is in the audit log"
+    refused = [
+        f"{e['verb']} {e['requestURI']}"
+        for e in by_kueue
+        if (e.get("responseStatus") or {}).get("code") == 403
+    ]
+    assert refused == [], refused
+    assert "forbidden" not in kueue.log_path.read_text().lower()
+    can = cp.kubectl("auth", "can-i", "create", "clusterrolebindings", f"--as={user}", check=False)
+    assert can.stdout.strip() == "no", "Kueue is not a cluster admin: only its own roles bind it"
+
+
 def test_stop_deletes_the_webhooks_before_kueue_exits(world: tuple[ControlPlane, Kueue]) -> None:
     """Last: with the webhook configurations gone, creates work again once Kueue is down."""
     cp, kueue = world

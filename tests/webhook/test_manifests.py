@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from e2e.shared import shared_dir
+from webhook.decide.policy import KUEUE_USERS
 from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 
@@ -74,6 +75,32 @@ def test_match_conditions_skip_exactly_the_children_the_code_skips() -> None:
         (owned,) = [c for c in hook["matchConditions"] if c["name"] == "not-owned-by-a-judged-workload"]
         listed = set(re.findall(r"'([a-z][^']*/[A-Z][A-Za-z]*)'", owned["expression"]))
         assert listed == wanted
+
+
+KUEUE_CONDITION = "not-an-update-by-kueue"
+
+
+def kueue_exemption(users: tuple[str, ...]) -> str:
+    """The one CEL expression that lets ``users``' UPDATEs through without calling tasgate."""
+    listed = ", ".join(f"'{user}'" for user in users)
+    return f"request.operation != 'UPDATE' || !(request.userInfo.username in [{listed}])"
+
+
+def test_kueues_updates_skip_both_webhooks_for_exactly_the_policys_kueue_users() -> None:
+    """One list of who Kueue is: the policy's ``kueueUsers`` (which the decision checks too).
+
+    A name added to the policy but not to the matchCondition would leave that Kueue blocked by an
+    outage of tasgate; one added only to the matchCondition would let it start gangs unjudged by
+    a tasgate whose own check says otherwise. The expression is compared whole, so a drift in its
+    form (another operation, another field) fails here too, not only a drift in the names.
+    """
+    base = parse_policy((BASE / "policy.yaml").read_text(), "manifests")
+    users = base.kueue_users
+    assert users == load_policy("default").kueue_users == KUEUE_USERS
+    for doc in yaml.safe_load_all(WEBHOOKS.read_text()):
+        (hook,) = doc["webhooks"]
+        (condition,) = [c for c in hook["matchConditions"] if c["name"] == KUEUE_CONDITION]
+        assert " ".join(condition["expression"].split()) == kueue_exemption(users), doc["kind"]
 
 
 def kustomization(path: Path) -> dict[str, Any]:
