@@ -4,6 +4,7 @@ fragmentation gauges on /metrics — through the very app `tasgate serve` runs."
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from typing import Any
 
@@ -18,9 +19,11 @@ from webhook.decide.policy_text import parse_policy
 from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
 from webhook.files.sample import BLOCK, RACK, sample_objects
+from webhook.live.tracker import Row
 from webhook.serve import topology
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.keys import POLICY, WAITING, Settings, StateSource
+from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.serve.waiting import RecentWaiting
 
 Client = TestClient[web.Request, web.Application]
@@ -89,6 +92,22 @@ def test_the_waiting_list_is_bounded_and_ages_out() -> None:
     assert [g.name for g in recent.current()] == ["gang-2", "gang-3", "gang-4"]
     recent.max_age = 0.0
     assert recent.current() == ()
+
+
+async def test_a_gang_the_tracker_sees_admitted_leaves_the_waiting_list(
+    aiohttp_client: ClientFactory,
+) -> None:
+    """Kueue's start UPDATE no longer reaches tasgate (matchConditions): the tracker says it started."""
+    h = Harness()
+    _, main, side = await clients(aiohttp_client, h)
+    assert (await post(main, "/mutate", review(waits())))["response"]["auditAnnotations"]["reason"] == "waits"
+    (gang,) = h.app[WAITING].current()
+    row = Row(gang.namespace, gang.name, "uid", "wl", "cq", "waiting_topology", 1.0)
+    h.app[LIFECYCLE].follow(lambda: [row], dict)
+    assert gang.name in await (await side.get("/topology", params={"format": "text"})).text()
+    h.app[LIFECYCLE].follow(lambda: [dataclasses.replace(row, state="assembling")], dict)
+    assert gang.name not in await (await side.get("/topology", params={"format": "text"})).text()
+    assert h.app[WAITING].current() == ()
 
 
 async def test_bad_format_and_no_state(aiohttp_client: ClientFactory) -> None:

@@ -17,6 +17,8 @@ from webhook.decide.policy import Policy
 from webhook.present.html import render_html
 from webhook.present.text import render_text
 from webhook.serve.keys import EXECUTOR, POLICY, STATE, WAITING, main_app
+from webhook.serve.lifecycle_metrics import LIFECYCLE
+from webhook.track.classify import State
 
 FORMATS = ("html", "text")
 
@@ -35,6 +37,7 @@ class TopologyPage:
         state, policy, waiting = app[STATE].current, app[POLICY].current, app[WAITING]
         if state is None:
             return web.Response(status=503, text="cluster state not loaded yet")
+        waiting.drop_started(_started(app))
         gangs = waiting.current()
         key = (state.generation, policy, waiting.version, fmt)
         if self._last is None or not _same(self._last[0], key):
@@ -50,6 +53,16 @@ class TopologyPage:
             self._last = (key, body)
         content_type = "text/html" if fmt == "html" else "text/plain"
         return web.Response(text=self._last[1], content_type=content_type, charset="utf-8")
+
+
+WAITING_STATES = frozenset({State.WAITING_TOPOLOGY, State.WAITING_QUOTA, State.NEVER_FITS})
+
+
+def _started(app: web.Application) -> set[tuple[str, str]]:
+    """Workloads (namespace, name) the lifecycle tracker sees admitted or further along."""
+    lifecycle = app.get(LIFECYCLE)
+    rows = lifecycle.rows() if lifecycle is not None else ()
+    return {(row.namespace, row.name) for row in rows if row.state not in WAITING_STATES}
 
 
 def _same(a: tuple[int, Policy, int, str], b: tuple[int, Policy, int, str]) -> bool:

@@ -1,8 +1,10 @@
 """The gangs recently told to wait, for the topology picture: bounded, newest kept.
 
 Fed by the decision path (one note per mutating review that was not a dry run); a gang judged
-again replaces its older entry, and entries older than ``max_age`` seconds are dropped, so the
-list never holds more than ``limit`` gangs whatever the request rate.
+again replaces its older entry, a gang the lifecycle tracker sees admitted is dropped
+(`drop_started`: Kueue's start writes no longer reach tasgate), and entries older than
+``max_age`` seconds are dropped, so the list never holds more than ``limit`` gangs whatever the
+request rate.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Collection
 
 from webhook.decide.verdicts import Decision
 from webhook.decide.waiting import WaitingGang, waiting_gang
@@ -41,6 +44,14 @@ class RecentWaiting:
             while len(self._gangs) > self.limit:
                 self._gangs.popitem(last=False)
             self.version += 1
+
+    def drop_started(self, started: Collection[tuple[str, str]]) -> None:
+        """Forget the gangs whose workload (namespace, name) is admitted or further along."""
+        with self._lock:
+            gone = [key for key in self._gangs if (key[1], key[2]) in started]
+            for key in gone:
+                del self._gangs[key]
+            self.version += 1 if gone else 0
 
     def current(self) -> tuple[WaitingGang, ...]:
         """The gangs still young enough, oldest first."""
