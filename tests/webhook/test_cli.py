@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -299,13 +300,48 @@ def test_sample_cluster_fed_back_gives_the_same_verdicts(tmp_path: Path) -> None
     assert [{k: v for k, v in d.items() if k != "generation"} for d in fed] == strip
 
 
-def test_bad_cluster_dump_names_the_node_and_field(tmp_path: Path) -> None:
+def test_bad_objects_in_a_dump_are_left_out_named_and_the_rest_is_checked(tmp_path: Path) -> None:
+    objects = list(yaml.safe_load_all(tasgate("sample-cluster").out))
+    (cq,) = [o for o in objects if o["kind"] == "ClusterQueue"]
+    healthy = copy.deepcopy(cq)
+    healthy["metadata"]["name"] = "healthy-cq"
+    (user_queue,) = [o for o in objects if o["metadata"]["name"] == "user-queue"]
+    user_queue["spec"]["clusterQueue"] = "healthy-cq"
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "lots"
     broken = node("gpu-7", {"rack": "r"}, cpu="lots")
-    path = write(tmp_path / "nodes.yaml", broken)
-    run = tasgate("check", "-f", str(MANIFESTS / "job-required.yaml"), "--cluster", str(path))
-    assert run.code == EXIT_BAD_INPUT
-    assert run.err.startswith("tasgate: error: bad cluster state: Node gpu-7: status.allocatable[cpu]")
+    path = write(tmp_path / "cluster.yaml", *objects, healthy, broken)
+    job_file = str(MANIFESTS / "job-required.yaml")
+    other = str(MANIFESTS / "pytorchjob-simple.yaml")  # on user-queue
+    run = tasgate("check", "-f", job_file, "-f", other, "--cluster", str(path))
+    assert run.code == EXIT_OK, "a left-out object is not an input error"
+    assert run.err.splitlines() == [
+        'tasgate: warning: ClusterQueue "tas-cluster-queue" left out of the cluster state: '
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+        'Invalid value: "lots": must start with a number, as in 500m or 2Gi',
+        'tasgate: warning: Node "gpu-7" left out of the cluster state: status.allocatable[cpu]: '
+        'Invalid value: "lots": must start with a number, as in 500m or 2Gi',
+    ]
+    assert "Job default/tas-sample-required: NOT CHECKED (object-rejected)" in run.out
+    assert 'not checked: ClusterQueue "tas-cluster-queue" is left out' in run.out
+    assert "PyTorchJob default/pytorch-simple: ADMITTED (fits)" in run.out, "other queues are judged"
     no_traceback(run)
+    unchecked = tasgate("check", "-f", job_file, "--cluster", str(path), "--fail-on", "unchecked")
+    assert unchecked.code == EXIT_DENIED
+
+
+def test_a_one_exa_cpu_quota_is_unlimited_as_in_kueue(tmp_path: Path) -> None:
+    objects = list(yaml.safe_load_all(tasgate("sample-cluster").out))
+    (cq,) = [o for o in objects if o["kind"] == "ClusterQueue"]
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "1E"
+    run = tasgate(
+        "check",
+        "-f",
+        str(MANIFESTS / "job-required.yaml"),
+        "--cluster",
+        str(write(tmp_path / "c.yaml", *objects)),
+    )
+    assert (run.code, run.err) == (EXIT_OK, "")
+    assert "Job default/tas-sample-required: ADMITTED (fits)" in run.out
 
 
 # --- errors and exit codes -----------------------------------------------------------------------

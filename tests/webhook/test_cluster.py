@@ -21,9 +21,17 @@ from tests.webhook.conftest import (
     running_pod,
 )
 from webhook.files.sample import sample_objects
-from webhook.state.cluster import build_state, pod_usage
+from webhook.state.cluster import build_state
 from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology
+from webhook.state.nodes import parse_node, pod_usage
+from webhook.state.rejected import Rejected
 from webhook.wire.errors import InvalidObject
+
+
+def only_rejected(objects: list[dict[str, Any]]) -> Rejected:
+    """The one object of ``objects`` the state left out."""
+    (rejected,) = build_state(objects).rejected
+    return rejected
 
 
 def usage_of(*pods: dict[str, Any]) -> dict[str, int]:
@@ -117,9 +125,14 @@ def test_malformed_node_quantity_names_the_node_and_field(field: str, value: str
     n = node("gpu-7", {})
     n["status"]["allocatable"][field] = value
     with pytest.raises(InvalidObject) as caught:
-        build_state([n])
+        parse_node(n, {})
     assert str(caught.value).startswith(f"{path}: Invalid value: ")
     assert value in str(caught.value)
+    state = build_state([n, node("gpu-8", {})])
+    assert [x.name for x in state.nodes] == ["gpu-8"], "the bad node is left out, alone"
+    (rejected,) = state.rejected
+    assert (rejected.kind, rejected.name, rejected.path) == ("Node", "gpu-7", path.split(": ", 1)[1])
+    assert rejected.reason.startswith("Invalid value: ") and value in rejected.reason
 
 
 @pytest.mark.parametrize(
@@ -147,16 +160,22 @@ def test_malformed_node_shapes_name_the_field(mutate: Any, message: str) -> None
     n = node("gpu-7", {})
     mutate(n)
     with pytest.raises(InvalidObject) as caught:
-        build_state([n])
+        parse_node(n, {})
     assert str(caught.value) == message
+    assert str(only_rejected([n])) == message.replace("Node gpu-7", 'Node "gpu-7"')
 
 
 def test_malformed_pod_in_the_dump_names_the_pod() -> None:
     pod = running_pod("p", "n1", gpus=1)
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "a lot"
     with pytest.raises(InvalidObject) as caught:
-        build_state([node("n1", {}), pod])
+        pod_usage(pod)
     assert str(caught.value).startswith("Pod default/p: spec.containers[0].resources.requests.cpu")
+    state = build_state([node("n1", {}), pod, running_pod("q", "n1", gpus=2)])
+    assert dict(state.nodes[0].usage)[GPU] == 2, "the other pod still counts"
+    (rejected,) = state.rejected
+    assert (rejected.kind, rejected.namespace, rejected.name) == ("Pod", "default", "p")
+    assert rejected.path == "spec.containers[0].resources.requests.cpu"
 
 
 def test_readiness_cordon_and_taints() -> None:
@@ -258,18 +277,18 @@ def test_malformed_kueue_objects_name_the_field() -> None:
         "metadata": {"name": "t"},
         "spec": {"levels": "rack"},
     }
-    with pytest.raises(
-        InvalidObject, match=r"Topology t: spec.levels: Invalid value: must be a list of objects"
-    ):
-        build_state([topology])
+    expected = 'Topology "t": spec.levels: Invalid value: must be a list of objects'
+    assert str(only_rejected([topology])) == expected
     flavor = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ResourceFlavor",
         "metadata": {"name": "f"},
         "spec": "gpu",
     }
-    with pytest.raises(InvalidObject, match=r"ResourceFlavor f: spec: Invalid value: must be an object"):
-        build_state([flavor])
+    assert str(only_rejected([flavor])) == 'ResourceFlavor "f": spec: Invalid value: must be an object'
+    state = build_state([topology, flavor, *kueue_objects(flavors={"a": {"pool": "a"}})])
+    assert set(state.topologies) == {"topo"} and set(state.flavors) == {"a"}, "the good ones stay"
+    assert [(r.kind, r.name) for r in state.rejected] == [("ResourceFlavor", "f"), ("Topology", "t")]
 
 
 def test_sample_cluster() -> None:

@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.model.quantity import INT64_MAX, canonical, format_quantity, parse_quantity
+from webhook.model.quantity import (
+    INT64_MAX,
+    UNLIMITED,
+    canonical,
+    format_quantity,
+    parse_quantity,
+    quota_amount,
+)
 from webhook.wire.errors import InvalidObject
 
 PATH = "spec.containers[0].resources.requests.cpu"
@@ -168,3 +175,54 @@ def test_decimal_text_is_exact(whole: int, digits: int) -> None:
     value = parse_quantity(text, PATH)
     magnitude = abs(whole) + (Fraction(int("3" * digits), 10**digits) if digits else 0)
     assert value == (magnitude if whole >= 0 else -magnitude)
+
+
+# --- ClusterQueue quotas: what Kueue v0.19.2's AmountFromQuantity makes of them ---------------
+
+QUOTA = "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+CPU_BOUND = INT64_MAX // 1000  # maxCPUQuantityForAmount, in cores
+
+
+@pytest.mark.parametrize(
+    ("resource", "text", "expected"),
+    [
+        ("cpu", "1E", UNLIMITED),  # apimachinery's MilliValue() is 0 here: Kueue saturates instead
+        ("cpu", str(CPU_BOUND), UNLIMITED),  # the bound itself is Unlimited (Cmp >= 0)
+        ("cpu", f"{CPU_BOUND - 1}999m", (CPU_BOUND - 1) * 1000 + 999),  # one milli-CPU below it
+        ("cpu", "1e30", UNLIMITED),  # beyond int64: decimal quantities are not capped upstream
+        ("cpu", "1e999", UNLIMITED),
+        ("cpu", "0e999", 0),
+        ("cpu", 10**30, UNLIMITED),
+        ("cpu", "10", 10_000),
+        ("cpu", "1.5m", 2),  # rounds up, as MilliValue does
+        ("memory", "1E", 10**18),  # fits int64 as bytes
+        ("memory", "16Ei", UNLIMITED),
+        ("memory", str(INT64_MAX), UNLIMITED),
+        ("memory", str(INT64_MAX - 1), INT64_MAX - 1),
+        ("nvidia.com/gpu", "0", 0),
+    ],
+)
+def test_quota_amounts_saturate_as_kueue_does(resource: str, text: str | int, expected: int) -> None:
+    assert quota_amount(resource, text, QUOTA) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-1", '"-1": must be greater than or equal to 0'),  # Kueue's webhook refuses it
+        ("lots", '"lots": must start with a number, as in 500m or 2Gi'),
+        ("1Zi", '"1Zi": unknown suffix "Zi"'),
+    ],
+)
+def test_quota_amounts_kueue_refuses_name_the_field(text: str, message: str) -> None:
+    with pytest.raises(InvalidObject) as caught:
+        quota_amount("cpu", text, QUOTA)
+    assert str(caught.value).startswith(f"{QUOTA}: Invalid value: {message}")
+
+
+def test_requests_stay_bounded_by_int64() -> None:
+    """Only quotas saturate: a request or an allocatable amount beyond int64 is still refused."""
+    with pytest.raises(InvalidObject, match="too large"):
+        parse_quantity("1e30", PATH)
+    with pytest.raises(InvalidObject, match="too large"):
+        canonical("cpu", parse_quantity("1E", PATH), PATH)

@@ -205,4 +205,9 @@ def test_a_malformed_assignment_names_the_workload() -> None:
         "domainCount"
     ]
     with pytest.raises(InvalidObject, match="Workload gangs/job-run-"):
-        build_state([*NODES, *HOSTS, workload])
+        workload_usage(workload)
+    state = build_state([*NODES, *HOSTS, workload])
+    (rejected,) = state.rejected
+    assert (rejected.kind, rejected.namespace, rejected.name[:8]) == ("Workload", "gangs", "job-run-")
+    assert rejected.path.startswith("status.admission") and "domainCount" in rejected.reason
+    assert not state.assigned, "a Workload that does not read counts nothing"

@@ -20,6 +20,7 @@ from webhook.decide.report import decision_json
 from webhook.decide.verdicts import Decision, Review
 from webhook.files.loader import Document, LoadFailure
 from webhook.state.cluster import ClusterState
+from webhook.state.rejected import Rejected
 
 API_VERSION = "tasgate.io/v1"
 REPORT_KIND = "CheckReport"
@@ -31,6 +32,7 @@ NOT_CHECKED = frozenset(
     {
         Reason.UNKNOWN_KIND,
         Reason.KUEUE_CONFIG,
+        Reason.OBJECT_REJECTED,
         Reason.UNRESOLVED,
         Reason.NO_TAS,
         Reason.EXEMPT,
@@ -100,14 +102,18 @@ def exit_code(results: Sequence[Result], fail_on: Sequence[str]) -> int:
     return EXIT_FAILED if any(r.outcome in wanted for r in results) else EXIT_OK
 
 
-def report(results: Sequence[Result]) -> dict[str, Any]:
-    """The versioned JSON/YAML document (`-o json`, `-o yaml`)."""
-    return {
+def report(results: Sequence[Result], rejected: Sequence[Rejected] = ()) -> dict[str, Any]:
+    """The versioned JSON/YAML document (`-o json`, `-o yaml`); ``rejected``: the objects the
+    cluster state left out (``state.rejected``), listed when there are any."""
+    doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": REPORT_KIND,
         "summary": summary(results),
         "results": [_result_json(r) for r in results],
     }
+    if rejected:
+        doc["rejected"] = [r.as_json() for r in rejected]
+    return doc
 
 
 def _result_json(r: Result) -> dict[str, Any]:

@@ -5,6 +5,8 @@ the tracker watches (Workloads, Kueue's pods, PodGroups), fills the same ``Ledge
 with the same code, so it shows what a running server would. What only a running server knows —
 that a gang once fitted before its nodes were lost, a prediction at the moment of admission — it
 cannot: such a gang shows as ``never_fits`` with reason ``NeverFits`` rather than ``CapacityLost``.
+The objects left out of the cluster state as unusable (`state.rejected`) follow the gangs: a
+gang whose queue, flavor or topology is one of them is not judged.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from webhook.files.policy import load_policy
 from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
 from webhook.state.cluster import ClusterState
+from webhook.state.rejected import Rejected
 from webhook.track.ledger import Ledger, Tracked
 
 COLUMNS = ("NAMESPACE", "NAME", "KIND", "QUEUE", "STATE", "REASON", "AGE")
+REJECTED_COLUMNS = ("KIND", "NAMESPACE/NAME", "REASON")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,15 +57,20 @@ def run(args: argparse.Namespace) -> int:
         for t in ledger.tracked(now, policy.partial_start_after)
         if args.namespace is None or t.gang.workload.namespace == args.namespace
     ]
+    # Cluster-scoped objects (ClusterQueues, flavors, topologies) concern every namespace.
+    rejected = [r for r in state.rejected if args.namespace in (None, r.namespace) or not r.namespace]
     if args.output == "json":
         doc = {
             "apiVersion": "tasgate.io/v1",
             "kind": "GangStatusList",
             "items": [item(t, state, now) for t in tracked],
+            "rejected": [r.as_json() for r in rejected],
         }
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(table(tracked, now, wide=args.output == "wide"))
+        if rejected:
+            print(f"\n{rejected_table(rejected)}")
     return 0
 
 
@@ -109,7 +118,24 @@ def table(tracked: Sequence[Tracked], now: float, wide: bool = False) -> str:
         rows.append((*row, t.status.message) if wide else row)
     if len(rows) == 1:
         return "No gangs found."
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return _columns(rows)
+
+
+def rejected_table(rejected: Sequence[Rejected]) -> str:
+    """The objects left out of the cluster state, under a heading that says so."""
+    rows: list[tuple[str, ...]] = [REJECTED_COLUMNS]
+    for r in rejected:
+        rows.append((r.kind, r.qualified_name, r.why))
+    heading = (
+        f"Left out of the cluster state as unusable ({len(rejected)}); "
+        "gangs that depend on them are not judged:"
+    )
+    return f"{heading}\n{_columns(rows)}"
+
+
+def _columns(rows: Sequence[tuple[str, ...]]) -> str:
+    """kubectl-style columns: every cell but the last padded to its column's width."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "   ".join([*(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()
         for r in rows

@@ -14,6 +14,7 @@ from typing import Any
 from scorer.model import Mode, Placement, TopologyRequest
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
+from webhook.decide.depends import left_out
 from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
@@ -27,6 +28,7 @@ from webhook.model.podset import PodSetView, WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
 from webhook.rules import validate_workload
 from webhook.state.cluster import ClusterState
+from webhook.state.rejected import Rejected
 from webhook.wire.errors import FieldError, InvalidObject
 
 
@@ -66,14 +68,20 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         return _deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
     if not isinstance(labels, Mapping):
         return _deny(base, Reason.INVALID, str(FieldError("metadata.labels", "must be a map of strings")))
+    queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
     if wl.unresolved:
+        rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
+        if rejected is not None:
+            return _not_checked(base, state, queue, rejected)
         return _with(base, Reason.UNRESOLVED, warnings=((f"not checked: {wl.unresolved}"),))
     view = view_workload(wl)
     if review.old_obj is not None and not placement_changed(
         review.old_obj, obj, view, state.runtimes, defaults
     ):
         return _with(base, Reason.UNCHANGED)
-    queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
+    rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
+    if rejected is not None:
+        return _not_checked(base, state, queue, rejected)
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
     base = replace(base, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
@@ -266,6 +274,14 @@ def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) ->
 
 def _deny(base: Decision, reason: Reason, message: str) -> Decision:
     return replace(base, allowed=False, reason=reason, message=message, audit=_verdict_audit(False, reason))
+
+
+def _not_checked(base: Decision, state: ClusterState, queue: str | None, rejected: Rejected) -> Decision:
+    """Not judged: an object the verdict depends on is left out of the state (`decide.depends`)."""
+    lq = state.local_queues.get((base.namespace, queue)) if queue else None
+    warning = f"not checked: {messages.left_out(rejected)}"
+    decision = _with(base, Reason.OBJECT_REJECTED, (warning,))
+    return replace(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
 
 
 def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:

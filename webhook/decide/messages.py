@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from scorer.model import HOSTNAME_LABEL, PODS, Placement
 from webhook.model.quantity import format_quantity
+from webhook.state.rejected import Rejected
 
 ADMISSION_WARNING_LIMIT = 256  # the API server truncates longer warnings
 HEADLINE_FALLBACK = ("cpu", "memory")
@@ -173,6 +174,11 @@ def waits(pod_set: str, level: str, now: Placement, required: bool) -> str:
         f'PodSet "{pod_set}" must wait: {where} has room for {now.fit_count} of {now.total_count} {unit} '
         f"now ({short} short); it fits when capacity frees up"
     )
+
+
+def left_out(rejected: Rejected) -> str:
+    """Why a workload is not judged: the object its verdict depends on, and what is wrong with it."""
+    return f"{rejected.subject} is left out of tasgate's cluster state as unusable: {rejected.why}"
 
 
 def clip(text: str, limit: int = ADMISSION_WARNING_LIMIT) -> str:

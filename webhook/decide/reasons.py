@@ -26,6 +26,7 @@ class Reason(StrEnum):
     OWNED = "owned"
     NO_TAS = "no-tas"
     KUEUE_CONFIG = "kueue-config"
+    OBJECT_REJECTED = "object-rejected"
     UNRESOLVED = "unresolved"
     UNKNOWN_KIND = "unknown-kind"
     NOT_A_WORKLOAD = "not-a-workload"
@@ -48,6 +49,10 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.OWNED: "allowed: a child of a workload kind tasgate judges (judged with its parent)",
         Reason.NO_TAS: "allowed: no TAS flavor and no policy default topology applies",
         Reason.KUEUE_CONFIG: "allowed with a warning: the queue's Kueue objects are missing or broken",
+        Reason.OBJECT_REJECTED: (
+            "per --on-timeout: an object its verdict depends on (queue, flavor, topology, namespace, "
+            "LimitRange, runtime) is left out of the state as unusable; the warning names it"
+        ),
         Reason.UNRESOLVED: "allowed with a warning: the PodSets could not be worked out (TrainJob runtime)",
         Reason.UNKNOWN_KIND: "allowed with a warning: looks like a workload of a kind tasgate does not read",
         Reason.NOT_A_WORKLOAD: "allowed: not a workload",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.decide.decision import decide
-from webhook.decide.messages import clip
+from webhook.decide.messages import clip, left_out
 from webhook.decide.patch import added_keys
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
@@ -33,6 +33,10 @@ class Outcome:
     patch: tuple[dict[str, Any], ...] = ()
     audit: Mapping[str, str] | None = None
     decision: Decision | None = None
+    # Why tasgate could not judge the object (an object its verdict depends on is left out of
+    # the state); "" when it judged. The server answers such an outcome per --on-timeout, as it
+    # answers an unavailable state: this outcome is the "allow" answer, with its warning.
+    undecided: str = ""
 
 
 def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: bool) -> Outcome:
@@ -45,6 +49,9 @@ def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: 
         return Outcome(True, decision.reason)
     audit = dict(decision.audit)
     warnings = tuple(clip(w) for w in decision.warnings)  # Kubernetes' limit; the CLI keeps it all
+    if decision.rejected is not None:
+        why = left_out(decision.rejected)
+        return Outcome(True, decision.reason, "", None, warnings, (), audit, decision, undecided=why)
     if not decision.allowed:
         code = 422 if decision.reason is Reason.INVALID else 403
         return Outcome(False, decision.reason, decision.message, code, warnings, (), audit, decision)

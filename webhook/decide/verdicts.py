@@ -8,6 +8,7 @@ from typing import Any
 
 from scorer.model import Placement, TopologyRequest
 from webhook.decide.reasons import Reason
+from webhook.state.rejected import Rejected
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,5 @@ class Decision:
     queue: str | None = None
     cluster_queue: str | None = None
     generation: int = 0
+    # The left-out object this verdict depends on (reason object-rejected): not judged.
+    rejected: Rejected | None = None

@@ -5,7 +5,9 @@ Watch events land here (`commit` of a paged list, `apply` per event); when somet
 never wait. A pod event costs its node's usage and leaf, a Workload's admission or finish its
 assigned leaves (`live.usage`), published as a new generation sharing the trees; a node or
 Kueue object change rebuilds the state and every snapshot on a worker thread. Node parses are
-cached by resourceVersion.
+cached by resourceVersion. An object that does not parse is left out alone, never the state:
+it is recorded on the states published (`ClusterState.rejected`) and logged once
+(`live.rejections`), and every other change keeps being published.
 
 Freshness means "the watches are connected and current": a kind whose watch is open counts as
 fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
@@ -27,10 +29,11 @@ from scorer.model import Node
 from webhook.live import heap
 from webhook.live.holder import StateHolder
 from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_use
+from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, UsageBook
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.fields import metadata
-from webhook.wire.errors import InvalidObject
+from webhook.state.rejected import Rejected
 
 log = logging.getLogger("tasgate.live")
 
@@ -47,6 +50,8 @@ class _Inputs:
     generation: int
     engine: Engine | None
     unserved: frozenset[str]
+    rejected: tuple[Rejected, ...]  # nodes, pods and Workloads left out as their events came
+    rejections: int  # the `Rejections.version` of ``rejected``
 
 
 def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> ClusterState:
@@ -58,7 +63,14 @@ def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> Cluster
 def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
     nodes = sorted(inputs.nodes, key=lambda node: node.name)
     state = build_state(
-        inputs.others, inputs.generation, inputs.engine, nodes, inputs.unserved, inputs.usage, inputs.assigned
+        inputs.others,
+        inputs.generation,
+        inputs.engine,
+        nodes,
+        inputs.unserved,
+        inputs.usage,
+        inputs.assigned,
+        inputs.rejected,
     )
     return state if defaults is None else state.prepare(defaults(state))
 
@@ -90,6 +102,7 @@ class Mirror:
         self.raw: dict[str, dict[str, Mapping[str, Any]]] = {k: {} for k in kinds}
         self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
         self.usage = UsageBook()
+        self.rejections = Rejections()  # nodes, pods and Workloads that do not parse
         self.synced: dict[str, float] = {}  # kind -> monotonic time it was last known current
         self.open: dict[str, float] = {}  # kind -> monotonic time its watch (re)connected
         self.absent: set[str] = set()
@@ -118,6 +131,7 @@ class Mirror:
             self.usage.replace(listing.pods)
         elif kind == "workloads":
             self.usage.replace_workloads(listing.workloads)
+        self.rejections.replace(kind, listing.rejected)
         self.structure_changed = True  # a relist is rare: rebuild whatever it was
         self.absent.discard(kind)
         self.healthy(kind)
@@ -126,20 +140,26 @@ class Mirror:
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         """One watch event. A Node update that changes nothing placement reads (a heartbeat, an
         image list, an annotation) or a Pod update that leaves its usage as it was costs a dict
-        lookup and no new state; a pod that starts or ends moves its node's usage only."""
+        lookup and no new state; a pod that starts or ends moves its node's usage only. A node,
+        pod or Workload that does not parse is left out and recorded (`_rejected`)."""
+        key = key_of(obj)
         if kind == "pods":
-            use = None if event == "DELETED" else pod_use(obj)
-            if self.usage.set(key_of(obj), use):
+            found = None if event == "DELETED" else pod_use(obj)
+            changed = self.usage.set(key, None if isinstance(found, Rejected) else found)
+            if self._rejected(kind, key, found) or changed:
                 self.dirty.set()
             return
         if kind == "workloads":
-            if self.usage.set_workload(key_of(obj), () if event == "DELETED" else workload_use(obj)):
+            uses = () if event == "DELETED" else workload_use(obj)
+            changed = self.usage.set_workload(key, () if isinstance(uses, Rejected) else uses)
+            if self._rejected(kind, key, uses) or changed:
                 self.dirty.set()
             return
-        key = key_of(obj)
         if event == "DELETED":
             self.raw[kind].pop(key, None)
             changed = kind != "nodes" or self.nodes.pop(str(metadata(obj).get("name")), None) is not None
+            if kind == "nodes" and self._rejected(kind, key, None):
+                self.dirty.set()
         else:
             kept = kept_of(kind, obj)
             if kept is not None:
@@ -149,11 +169,16 @@ class Mirror:
             self.structure_changed = True
             self.dirty.set()
 
+    def _rejected(self, kind: str, key: str, found: object) -> bool:
+        """Record whether ``key`` is left out (``found`` a `Rejected`); whether that changed."""
+        return self.rejections.set(kind, key, found if isinstance(found, Rejected) else None)
+
     def mark_absent(self, kind: str) -> None:
         if kind not in self.absent:
             log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
         self.absent.add(kind)
         self.raw[kind] = {}
+        self.rejections.replace(kind, {})
         if kind == "workloads":
             self.usage.replace_workloads(None)  # no Kueue: its pods count on their nodes
         self.connected(kind)  # known absent, re-checked periodically: current until a check fails
@@ -198,9 +223,8 @@ class Mirror:
         self.generation += 1
         others = [o for objs in self.raw.values() for o in objs.values()]
         nodes = [node for _, node in self.nodes.values()]  # sorted off the loop, in `_assemble`
-        return _Inputs(
-            nodes, usage[0], usage[1], others, self.generation, self.engine, frozenset(self.absent)
-        )
+        left_out = (self.rejections.current(), self.rejections.version)
+        return _Inputs(nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out)
 
     async def publish_forever(self) -> None:
         """Publish after changes (debounced) and keep the holder's freshness current."""
@@ -216,7 +240,9 @@ class Mirror:
                 self.holder.touch(fresh)
 
     async def publish_once(self) -> None:
-        """Rebuild (off the loop) if the structure changed, else publish the current usage."""
+        """Rebuild (off the loop) if the structure changed, else publish the current usage. A
+        failed rebuild (not a malformed object: `build_state` leaves those out) keeps the last
+        state published, usage and rejections keep being published on it."""
         state = self.state
         if self.structure_changed or state is None or self._defaults_missing(state):
             self.structure_changed = False
@@ -225,20 +251,24 @@ class Mirror:
                 # Built with every snapshot ready: reviews never wait for a rebuild nor build
                 # a snapshot themselves, and use the previous generation meanwhile.
                 state = await asyncio.to_thread(_assemble, inputs, self.default_levels)
-            except InvalidObject as exc:
-                log.error("cluster state not rebuilt: %s", exc)
+            except Exception:
+                log.exception("cluster state not rebuilt; the last one stays published")
                 self.usage.abort_rebuild()
                 if state is None:
                     return
             else:
                 self.usage.finish_rebuild(state)
-        if self.usage.changed:
+                self.rejections.published = inputs.rejections
+        if self.usage.changed or self.rejections.pending:
             self.generation += 1
-            state = self.usage.publish(state, self.generation)
+            rejected = self.rejections.merged(state.rejected) if self.rejections.pending else None
+            self.rejections.published = self.rejections.version
+            state = self.usage.publish(state, self.generation, rejected)
         if state is not self.state:
             first = self.state is None
             self.state = state
             self.holder.publish(state)
+            self.rejections.log_new(state.rejected)
             if first and self.settle_heap:
                 heap.settle()
 
@@ -255,7 +285,9 @@ class Mirror:
         if cached is not None and cached[0] == version and version:
             return False
         parsed = parsed_node(obj)
-        if parsed is None:
+        if self._rejected("nodes", key_of(obj), parsed):
+            self.dirty.set()
+        if isinstance(parsed, Rejected):
             return self.nodes.pop(name, None) is not None
         self.nodes[name] = parsed
         return cached is None or cached[1] != parsed[1]

@@ -2,24 +2,23 @@
 
 Nodes are kept parsed, pods as their usage, Workloads as the leaf domains their admission takes
 (`state.workloads`), PodGroups not at all (only whether their CRD is served), Namespaces as name
-and labels; the rest (Kueue objects, LimitRanges, runtimes) whole.
+and labels; the rest (Kueue objects, LimitRanges, runtimes) whole, parsed by `build_state`.
+A node, pod or Workload that does not parse is a `Rejected` instead, kept by the writer
+(`live.rejections`) until the object changes or goes.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scorer.model import Node
 from webhook.live.usage import Assigned, Use
-from webhook.state.cluster import parse_node, pod_usage
 from webhook.state.fields import metadata
+from webhook.state.nodes import parse_node, pod_usage
+from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
-
-log = logging.getLogger("tasgate.live")
-
 
 # Kinds the state reads as parsed values (nodes, pod and Workload usage) or only needs to know
 # are served (PodGroups): their objects are never kept whole. Memory is then bound by nodes and
@@ -54,6 +53,7 @@ class Listing:
         self.nodes: dict[str, tuple[str, Node]] = {}
         self.pods: dict[str, Use] = {}
         self.workloads: dict[str, Assigned] = {}  # only those that take something
+        self.rejected: dict[str, Rejected] = {}  # nodes, pods and Workloads that do not parse
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
         for obj in items:
@@ -62,44 +62,47 @@ class Listing:
             if kept is not None:
                 self.raw[key] = kept
             if self.kind == "nodes":
-                parsed = parsed_node(obj)
-                if parsed is not None:
-                    self.nodes[parsed[1].name] = parsed
+                node = parsed_node(obj)
+                if isinstance(node, Rejected):
+                    self.rejected[key] = node
+                else:
+                    self.nodes[node[1].name] = node
             elif self.kind == "pods":
                 use = pod_use(obj)
-                if use is not None:
+                if isinstance(use, Rejected):
+                    self.rejected[key] = use
+                elif use is not None:
                     self.pods[key] = use
             elif self.kind == "workloads":
                 assigned = workload_use(obj)
-                if assigned:
+                if isinstance(assigned, Rejected):
+                    self.rejected[key] = assigned
+                elif assigned:
                     self.workloads[key] = assigned
 
 
-def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | None:
-    """(resourceVersion, node without usage), or None (logged) when it does not parse."""
+def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | Rejected:
+    """(resourceVersion, node without usage), or why it is left out."""
     try:
         node = parse_node(obj, {})
     except InvalidObject as exc:
-        log.error("node %s ignored: %s", key_of(obj).lstrip("/"), exc)
-        return None
+        return rejected_of(obj, exc)
     return str(metadata(obj).get("resourceVersion", "")), node
 
 
-def pod_use(obj: Mapping[str, Any]) -> Use | None:
-    """What a pod uses (its node, requests and whether it is a TAS pod), None when nothing or
-    (logged) unparseable."""
+def pod_use(obj: Mapping[str, Any]) -> Use | Rejected | None:
+    """What a pod uses (its node, requests and whether it is a TAS pod), None when nothing,
+    or why it is left out (its usage then counts nowhere: `state.rejected` says so)."""
     try:
         found = pod_usage(obj)
+        return None if found is None else (found[0], found[1], is_tas_pod(obj))
     except InvalidObject as exc:
-        log.error("pod %s ignored: %s", key_of(obj), exc)
-        return None
-    return None if found is None else (found[0], found[1], is_tas_pod(obj))
+        return rejected_of(obj, exc)
 
 
-def workload_use(obj: Mapping[str, Any]) -> Assigned:
-    """The leaf domains an admitted TAS Workload takes; () when none or (logged) unparseable."""
+def workload_use(obj: Mapping[str, Any]) -> Assigned | Rejected:
+    """The leaf domains an admitted TAS Workload takes (() when none), or why it is left out."""
     try:
         return workload_usage(obj)
     except InvalidObject as exc:
-        log.error("workload %s not counted: %s", key_of(obj), exc)
-        return ()
+        return rejected_of(obj, exc)

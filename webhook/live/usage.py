@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from scorer.ledger import FreeLedger
 from webhook.state.cluster import ClusterState
+from webhook.state.rejected import Rejected
 from webhook.state.workloads import AssignedUse, Scope
 
 Requests = Mapping[str, int]
@@ -123,11 +124,14 @@ class UsageBook:
                 self._to_ledgers_assigned(where, sign)
         self.changed = bool(journal)
 
-    def publish(self, state: ClusterState, generation: int) -> ClusterState:
-        """``state`` with current usage and free capacity; trees shared, arrays copied."""
+    def publish(
+        self, state: ClusterState, generation: int, rejected: tuple[Rejected, ...] | None = None
+    ) -> ClusterState:
+        """``state`` with current usage and free capacity; trees shared, arrays copied; and
+        ``rejected`` (when given: a pod or Workload left out, or back) as its rejections."""
         snapshots = {key: ledger.publish(generation) for key, ledger in self.ledgers.items()}
         self.changed = False
-        return state.with_usage(dict(self.totals), snapshots, generation, self.assigned)
+        return state.with_usage(dict(self.totals), snapshots, generation, self.assigned, rejected)
 
     def _counts(self, kept: Kept) -> bool:
         """Whether a pod counts on its node: not a TAS pod, or no Workload is known."""

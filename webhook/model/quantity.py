@@ -14,6 +14,10 @@ Deliberately stricter than upstream on degenerate input that upstream reads as z
 whitespace (the API server refuses it). A canonical amount (milli-units for cpu, whole units
 for everything else, so ``10Pi`` of memory is fine) must fit in a signed 64-bit integer, the
 scorer's arrays; ``canonical`` checks that, also for sums.
+
+ClusterQueue quotas are the exception, as they are in Kueue: ``quota_amount`` reads any
+quantity Kueue v0.19.2 accepts (``1E`` cpu, ``1e30``) and saturates what does not fit at
+``UNLIMITED``, as Kueue's ``AmountFromQuantity`` does.
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ MAX_MAGNITUDE = Fraction(INT64_MAX)
 NANO = 10**9
 # Exponents beyond this are either far over MAX_MAGNITUDE or far under one nano-unit.
 _EXPONENT_LIMIT = 40
+# Kueue's ``resources.Unlimited`` (sigs.k8s.io/kueue@v0.19.2 pkg/resources/amount.go:54): the
+# quota amount that means "effectively infinite"; any sum or comparison with it stays so.
+UNLIMITED = INT64_MAX
+# amount.go:63 maxCPUQuantityForAmount: from MaxInt64/1000 cores up, a cpu quota is Unlimited
+# (its milli-value would not fit); amount.go:67 maxNonCPUQuantityForAmount: MaxInt64 units.
+_QUOTA_CPU_BOUND = Fraction(INT64_MAX // 1000)
+_QUOTA_BOUND = Fraction(INT64_MAX)
 
 _DECIMAL_SUFFIXES: dict[str, int] = {
     "n": -9,
@@ -89,14 +100,36 @@ def _valid_text(text: str) -> Fraction | None:
         return None
 
 
-def _parsed(text: str | int | float, path: str) -> Fraction:
+def quota_amount(resource: str, text: str | int | float, path: str) -> int:
+    """A ClusterQueue quota (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``) as Kueue
+    v0.19.2 counts it: milli-units for cpu, whole units otherwise, ``UNLIMITED`` when too large.
+
+    Kueue's webhook refuses only a negative quota (pkg/webhooks/clusterqueue_webhook.go:359-365)
+    and its CRD any text that is not a quantity; everything else is admitted, however large.
+    apimachinery's ``Quantity.MilliValue`` of ``1E`` cpu overflows int64 and returns 0 (its
+    ``ScaledValue`` drops the overflow flag of ``int64Amount.AsScaledInt64``,
+    k8s.io/apimachinery@v0.36.5 pkg/api/resource/quantity.go:828-835 and amount.go:95-101), so
+    Kueue converts quotas with ``AmountFromQuantity`` (pkg/resources/amount.go:76-87, used by
+    pkg/cache/scheduler/resource.go:72-78) instead: a cpu quota of MaxInt64/1000 cores or more,
+    any other of MaxInt64 units or more, is ``Unlimited`` (math.MaxInt64), never wrapped.
+    """
+    value = _parsed(text, path, saturate=True)
+    if value < 0:
+        raise InvalidObject.at(path, f"{_quoted(text)}: must be greater than or equal to 0")
+    if value >= (_QUOTA_CPU_BOUND if resource == "cpu" else _QUOTA_BOUND):
+        return UNLIMITED
+    return canonical(resource, value, path)
+
+
+def _parsed(text: str | int | float, path: str, saturate: bool = False) -> Fraction:
+    """``saturate``: any magnitude is read (a quota saturates later); else over 2^63-1 is an error."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise InvalidObject.at(path, f"{_SHORT.repr(text)}: must be a quantity string such as 500m or 2Gi")
     if isinstance(text, str) and text != text.strip():
         raise InvalidObject.at(path, f"{_quoted(text)}: must not have leading or trailing spaces")
-    value = _number(text, path) if not isinstance(text, str) else _parse_text(text, path)
+    value = _number(text, path) if not isinstance(text, str) else _parse_text(text, path, saturate)
     value = _round_to_nano(value)
-    if abs(value) > MAX_MAGNITUDE:
+    if abs(value) > MAX_MAGNITUDE and not saturate:
         raise InvalidObject.at(path, f"{_quoted(text)}: too large (exceeds 2^63-1)")
     return value
 
@@ -141,7 +174,7 @@ def _number(value: int | float, path: str) -> Fraction:
     return Fraction(Decimal(repr(value)))
 
 
-def _parse_text(text: str, path: str) -> Fraction:
+def _parse_text(text: str, path: str, saturate: bool = False) -> Fraction:
     if not text:
         raise InvalidObject.at(path, '"": must not be empty; write a quantity such as 500m or 2Gi')
     if len(text) > MAX_TEXT_LENGTH:
@@ -156,14 +189,14 @@ def _parse_text(text: str, path: str) -> Fraction:
     mantissa = _mantissa(whole, frac)
     if shape["sign"] == "-":
         mantissa = -mantissa
-    return mantissa * _multiplier(shape["suffix"], text, path)
+    return mantissa * _multiplier(shape["suffix"], text, path, saturate)
 
 
 def _mantissa(whole: str, frac: str) -> Fraction:
     return Fraction(int(whole + frac or "0"), 10 ** len(frac))
 
 
-def _multiplier(suffix: str, text: str, path: str) -> Fraction:
+def _multiplier(suffix: str, text: str, path: str, saturate: bool = False) -> Fraction:
     if suffix in _DECIMAL_SUFFIXES:
         return Fraction(10) ** _DECIMAL_SUFFIXES[suffix]
     if suffix in _BINARY_SUFFIXES:
@@ -174,6 +207,10 @@ def _multiplier(suffix: str, text: str, path: str) -> Fraction:
     if exponent is None:
         raise InvalidObject.at(path, f"{_quoted(text)}: not a quantity; write one such as 500m, 1.5Gi or 2e3")
     power = int(exponent["exp"])
+    if power > _EXPONENT_LIMIT and saturate:
+        # Any non-zero mantissa of at most MAX_TEXT_LENGTH digits is still far over int64 here:
+        # the exact power beyond that changes nothing a saturating reader returns.
+        return Fraction(10) ** min(power, _EXPONENT_LIMIT + MAX_TEXT_LENGTH)
     if power > _EXPONENT_LIMIT:
         raise InvalidObject.at(path, f"{_quoted(text)}: too large (exponent {power})")
     # Tiny exponents only matter through the nano round-up, which any value below 1e-9 hits.

@@ -1,7 +1,8 @@
 """Cluster state as tasgate needs it, built from plain Kubernetes objects.
 
 The same code reads a `kubectl get -o yaml` dump for `tasgate check` and the objects a live
-watch delivers. Quantities are parsed here, once per object. Usage is what Kueue counts
+watch delivers. Objects are parsed once each (`state.fold`); one that does not parse is left
+out alone and recorded in ``rejected`` (`state.rejected`), never failing the state. Usage is what Kueue counts
 (`state.workloads`): admitted TAS Workloads' assignments per leaf domain, and bound pods that
 are not TAS pods; without any Workload to read (a dump without them, Kueue not installed) every
 bound, non-terminal pod counts from its node. A state is immutable once built:
@@ -12,6 +13,7 @@ life of the state.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,19 +22,14 @@ from typing import Any
 
 from scorer import Cluster, Engine
 from scorer.ledger import FreeLedger
-from scorer.model import HOSTNAME_LABEL, PODS, Node, Taint, Toleration
-from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, stored_pod_requests
-from webhook.model.quantity import canonical, parse_quantity
+from scorer.model import HOSTNAME_LABEL, Node, Toleration
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults
 from webhook.model.workloads import RuntimeKey
-from webhook.state.defaults import limit_range_defaults, runtime_overhead
-from webhook.state.fields import metadata, object_list, string_map
-from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
-from webhook.state.workloads import AssignedUse, Scope, is_tas_pod, workload_usage
-
-KUEUE_GROUP = "kueue.x-k8s.io"
-TRAINER_GROUP = "trainer.kubeflow.org"
-RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+from webhook.state.defaults import limit_range_defaults
+from webhook.state.fold import Fold
+from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology
+from webhook.state.rejected import EVENT_PARSED_KINDS, Rejected
+from webhook.state.workloads import AssignedUse, Scope
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,9 @@ class ClusterState:
     usage: Mapping[str, Mapping[str, int]] | None = None
     # Admitted TAS Workloads' usage per leaf domain, subtracted in the snapshots that see it.
     assigned: tuple[AssignedUse, ...] = ()
+    # Objects left out because tasgate cannot use them (malformed), sorted; `decide.depends`
+    # answers "not checked" for a workload whose verdict depends on one of them.
+    rejected: tuple[Rejected, ...] = ()
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -145,14 +145,17 @@ class ClusterState:
         snapshots: Mapping[tuple[object, ...], Cluster],
         generation: int,
         assigned: tuple[AssignedUse, ...],
+        rejected: tuple[Rejected, ...] | None = None,
     ) -> ClusterState:
         """The next generation when only usage changed (pods, admitted Workloads): same nodes
-        and objects, the writer's snapshots (trees shared, free capacity current) and usage."""
+        and objects, the writer's snapshots (trees shared, free capacity current) and usage;
+        ``rejected``, when given, replaces the rejections (a pod or Workload left out or back)."""
         return replace(
             self,
             usage=usage,
             assigned=assigned,
             generation=generation,
+            rejected=self.rejected if rejected is None else rejected,
             _snapshots=dict(snapshots),
             _lock=threading.Lock(),
         )
@@ -174,6 +177,26 @@ class ClusterState:
     def level_has_nodes(self, level: str) -> bool:
         return any(level in n.labels for n in self.nodes)
 
+    def rejected_object(self, kind: str, namespace: str, name: str) -> Rejected | None:
+        """The rejection of that object, if it was left out (configuration kinds only)."""
+        return self._rejected_index.get((kind, namespace, name)) if self.rejected else None
+
+    def rejected_in(self, kind: str, namespace: str) -> Rejected | None:
+        """The first rejected object of ``kind`` in ``namespace`` (a LimitRange, say), if any."""
+        return self._rejected_index.get((kind, namespace, None)) if self.rejected else None
+
+    @functools.cached_property
+    def _rejected_index(self) -> Mapping[tuple[str, str, str | None], Rejected]:
+        """Rejected configuration objects by (kind, namespace, name) and (kind, namespace, None):
+        built once per state, on the first review that needs it; pods and nodes are left out
+        (no verdict depends on one by name)."""
+        index: dict[tuple[str, str, str | None], Rejected] = {}
+        for found in self.rejected:
+            if found.kind not in EVENT_PARSED_KINDS:
+                index.setdefault((found.kind, found.namespace, found.name), found)
+                index.setdefault((found.kind, found.namespace, None), found)
+        return index
+
 
 def build_state(
     objects: Iterable[Mapping[str, Any]],
@@ -183,126 +206,39 @@ def build_state(
     unserved: Iterable[str] = (),
     usage: Mapping[str, Mapping[str, int]] | None = None,
     assigned: tuple[AssignedUse, ...] | None = None,
+    rejected: Iterable[Rejected] = (),
 ) -> ClusterState:
     """Fold any mix of Nodes, Pods, Namespaces, Workloads and Kueue objects into one state.
 
-    Objects of other kinds are ignored. A malformed object raises InvalidObject naming it.
-    ``nodes``, when given, are already parsed (the live mirror keeps them so), with ``usage``
-    per node name and ``assigned`` (Workloads' usage) apart from them, and Node, Pod and
-    Workload objects in ``objects`` are then not expected. TAS pods count from their nodes only
-    when no Workload is given: their Workloads count them otherwise, as Kueue does.
+    Objects of other kinds are ignored. A malformed object is left out alone and recorded in
+    ``rejected`` (with those given: objects its caller already parsed and left out), so one bad
+    object never stops the state. ``nodes``, when given, are already parsed (the live mirror
+    keeps them so), with ``usage`` per node name and ``assigned`` (Workloads' usage) apart from
+    them, and Node, Pod and Workload objects in ``objects`` are then not expected. TAS pods
+    count from their nodes only when no Workload is given: their Workloads count them
+    otherwise, as Kueue does.
     """
-    raw_nodes: dict[str, Mapping[str, Any]] = {}
-    from_pods: dict[str, dict[str, int]] = {}
-    from_tas_pods: dict[str, dict[str, int]] = {}
-    workloads: list[AssignedUse] = []
-    seen_workloads = False
-    topologies: dict[str, Topology] = {}
-    flavors: dict[str, Flavor] = {}
-    cqs: dict[str, ClusterQueue] = {}
-    lqs: dict[tuple[str, str], LocalQueue] = {}
-    namespaces: dict[str, Mapping[str, str]] = {}
-    runtimes: dict[RuntimeKey, Mapping[str, Any]] = {}
-    limit_ranges: dict[str, list[Mapping[str, Any]]] = {}
-    overheads: dict[str, Mapping[str, Fraction]] = {}
+    fold = Fold()
     for obj in objects:
-        kind, group = obj.get("kind"), str(obj.get("apiVersion", "")).split("/")[0]
-        meta = metadata(obj)
-        name = str(meta.get("name", ""))
-        if kind == "Node" and group == "v1":
-            raw_nodes[name] = obj
-        elif kind == "Pod" and group == "v1":
-            _add_pod_usage(obj, from_tas_pods if is_tas_pod(obj) else from_pods)
-        elif kind == "Workload" and group == KUEUE_GROUP:
-            seen_workloads = True
-            workloads.extend(workload_usage(obj))
-        elif kind == "Namespace" and group == "v1":
-            namespaces[name] = string_map(meta.get("labels"), f"Namespace {name}: metadata.labels")
-        elif kind == "LimitRange" and group == "v1":
-            limit_ranges.setdefault(str(meta.get("namespace", "")), []).append(obj)
-        elif kind == "RuntimeClass" and group == "node.k8s.io":
-            overheads[name] = runtime_overhead(obj)
-        elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
-            runtimes[(str(kind), str(meta.get("namespace", "") or ""), name)] = obj
-        elif group == KUEUE_GROUP:
-            add_kueue_object(
-                obj, str(kind), name, str(meta.get("namespace", "")), topologies, flavors, cqs, lqs
-            )
-    if not seen_workloads:
-        _merge(from_tas_pods, from_pods)
+        fold.add(obj)
+    if not fold.seen_workloads:
+        fold.count_tas_pods()
     if nodes is None:
-        nodes = [parse_node(obj, from_pods.get(name, {})) for name, obj in sorted(raw_nodes.items())]
+        nodes = fold.nodes()
     return ClusterState(
         nodes=tuple(nodes),
-        topologies=topologies,
-        flavors=flavors,
-        cluster_queues=cqs,
-        local_queues=lqs,
-        namespaces=namespaces,
-        runtimes=runtimes,
-        limit_ranges={ns: limit_range_defaults(objs) for ns, objs in limit_ranges.items()},
-        overheads=overheads,
+        topologies=fold.topologies,
+        flavors=fold.flavors,
+        cluster_queues=fold.cluster_queues,
+        local_queues=fold.local_queues,
+        namespaces=fold.namespaces,
+        runtimes=fold.runtimes,
+        limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},
+        overheads=fold.overheads,
         unserved=frozenset(unserved),
         generation=generation,
         engine=engine,
         usage=usage,
-        assigned=tuple(workloads) if assigned is None else assigned,
+        assigned=tuple(fold.workloads) if assigned is None else assigned,
+        rejected=tuple(sorted([*rejected, *fold.rejected])),
     )
-
-
-def parse_node(obj: Mapping[str, Any], usage: Mapping[str, int]) -> Node:
-    """A Node as the scorer needs it: labels, parsed allocatable, taints, readiness, cordon."""
-    meta = metadata(obj)
-    name = str(meta.get("name", ""))
-    where = f"Node {name}"
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    allocatable = {}
-    for resource, value in string_map(status.get("allocatable"), f"{where}: status.allocatable").items():
-        path = f"{where}: status.allocatable[{resource}]"
-        allocatable[resource] = canonical(resource, parse_quantity(value, path), path)
-    taints = tuple(
-        Taint(str(t.get("key", "")), str(t.get("effect", "")), str(t.get("value", "") or ""))
-        for t in object_list(spec.get("taints"), f"{where}: spec.taints")
-    )
-    conditions = object_list(status.get("conditions"), f"{where}: status.conditions")
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    return Node(
-        name=name,
-        labels=string_map(meta.get("labels"), f"{where}: metadata.labels"),
-        allocatable=allocatable,
-        taints=taints,
-        ready=ready,
-        unschedulable=bool(spec.get("unschedulable", False)),
-        usage=dict(usage),
-    )
-
-
-def pod_usage(obj: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:
-    """(node, requests incl. one `pods`) of a bound, non-terminal pod; None otherwise."""
-    spec = obj.get("spec") or {}
-    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
-    phase = (obj.get("status") or {}).get("phase")
-    if not node or phase in TERMINAL_PHASES:
-        return None
-    meta = metadata(obj)
-    where = f"Pod {meta.get('namespace', '')}/{meta.get('name', '')}: spec"
-    requests = stored_pod_requests(spec, where)
-    requests[PODS] = requests.get(PODS, 0) + 1
-    return str(node), requests
-
-
-def _add_pod_usage(obj: Mapping[str, Any], usage: dict[str, dict[str, int]]) -> None:
-    found = pod_usage(obj)
-    if found is None:
-        return
-    node, requests = found
-    _merge({node: requests}, usage)
-
-
-def _merge(source: Mapping[str, Mapping[str, int]], into: dict[str, dict[str, int]]) -> None:
-    """Add per-node requests of ``source`` into ``into``."""
-    for node, requests in source.items():
-        target = into.setdefault(node, {})
-        for resource, amount in requests.items():
-            target[resource] = target.get(resource, 0) + amount

@@ -1,5 +1,9 @@
 """Kueue's objects as tasgate reads them: Topology, ResourceFlavor, ClusterQueue (with its
-quotas and cohort) and LocalQueue, from `kueue.x-k8s.io` v1beta2 (or v1beta1) objects."""
+quotas and cohort) and LocalQueue, from `kueue.x-k8s.io` v1beta2 (or v1beta1) objects.
+
+Quotas are read as Kueue reads them (`model.quantity.quota_amount`): ``nominalQuota: 1E`` of
+cpu is an unlimited quota, as in Kueue, not an error. A malformed object raises InvalidObject
+naming it; the state leaves it out alone (`state.rejected`)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorer.model import Toleration
-from webhook.model.quantity import canonical, parse_quantity
+from webhook.model.quantity import quota_amount
 from webhook.model.scheduling import parse_tolerations
 from webhook.state.fields import object_list, string_map
 from webhook.wire.errors import InvalidObject
@@ -34,7 +38,7 @@ class FlavorQuota:
 
     name: str
     nominal: Mapping[str, int]
-    borrowing_limit: Mapping[str, int]
+    borrowing_limit: Mapping[str, int]  # a quota may be ``quantity.UNLIMITED``
 
 
 @dataclass(frozen=True)
@@ -122,5 +126,5 @@ def _flavor_quota(name: str, raw: Mapping[str, Any], where: str) -> FlavorQuota:
         for field, into in (("nominalQuota", nominal), ("borrowingLimit", borrowing)):
             value = resource.get(field)
             if value is not None:
-                into[r] = canonical(r, parse_quantity(value, f"{where}.resources[{k}].{field}"))
+                into[r] = quota_amount(r, value, f"{where}.resources[{k}].{field}")
     return FlavorQuota(name, nominal, borrowing)

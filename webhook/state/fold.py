@@ -1,0 +1,108 @@
+"""Plain objects folded into what a cluster state holds, one object at a time.
+
+Every kind is read object by object: an object that does not parse (InvalidObject) is left out
+alone and recorded (`state.rejected`), the rest of the state is built as if it were absent.
+Nothing read from a rejected object reaches the state: each reader raises before it stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from scorer.model import Node
+from webhook.model.workloads import RuntimeKey
+from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
+from webhook.state.fields import metadata, string_map
+from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
+from webhook.state.nodes import add_usage, parse_node, pod_usage
+from webhook.state.rejected import Rejected, rejected_of
+from webhook.state.workloads import AssignedUse, is_tas_pod, workload_usage
+from webhook.wire.errors import InvalidObject
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+TRAINER_GROUP = "trainer.kubeflow.org"
+RUNTIME_KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
+
+
+@dataclass
+class Fold:
+    """What `build_state` gathers from a stream of objects of any kinds."""
+
+    raw_nodes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    from_pods: dict[str, dict[str, int]] = field(default_factory=dict)
+    from_tas_pods: dict[str, dict[str, int]] = field(default_factory=dict)
+    workloads: list[AssignedUse] = field(default_factory=list)
+    seen_workloads: bool = False
+    topologies: dict[str, Topology] = field(default_factory=dict)
+    flavors: dict[str, Flavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
+    limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
+    overheads: dict[str, Mapping[str, Fraction]] = field(default_factory=dict)
+    rejected: list[Rejected] = field(default_factory=list)
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Fold one object in; one that does not parse is recorded as rejected instead."""
+        try:
+            self._add(obj)
+        except InvalidObject as exc:
+            self.rejected.append(rejected_of(obj, exc))
+
+    def nodes(self) -> list[Node]:
+        """The Nodes seen, parsed with their pods' usage, in name order; bad ones rejected."""
+        parsed = []
+        for name, obj in sorted(self.raw_nodes.items()):
+            try:
+                parsed.append(parse_node(obj, self.from_pods.get(name, {})))
+            except InvalidObject as exc:
+                self.rejected.append(rejected_of(obj, exc))
+        return parsed
+
+    def count_tas_pods(self) -> None:
+        """No Workload was seen: TAS pods count on their nodes like any other."""
+        add_usage(self.from_tas_pods, self.from_pods)
+
+    def _add(self, obj: Mapping[str, Any]) -> None:
+        kind, group = obj.get("kind"), str(obj.get("apiVersion", "")).split("/")[0]
+        meta = metadata(obj)
+        name = str(meta.get("name", ""))
+        namespace = str(meta.get("namespace", "") or "")
+        if group == "v1" and kind in ("Node", "Pod", "Namespace", "LimitRange"):
+            self._add_core(str(kind), name, namespace, obj)
+        elif kind == "Workload" and group == KUEUE_GROUP:
+            self.seen_workloads = True  # even a malformed one says Kueue counts usage
+            self.workloads.extend(workload_usage(obj))
+        elif kind == "RuntimeClass" and group == "node.k8s.io":
+            self.overheads[name] = runtime_overhead(obj)
+        elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
+            self.runtimes[(str(kind), namespace, name)] = obj
+        elif group == KUEUE_GROUP:
+            add_kueue_object(
+                obj,
+                str(kind),
+                name,
+                namespace,
+                self.topologies,
+                self.flavors,
+                self.cluster_queues,
+                self.local_queues,
+            )
+
+    def _add_core(self, kind: str, name: str, namespace: str, obj: Mapping[str, Any]) -> None:
+        if kind == "Node":
+            self.raw_nodes[name] = obj  # parsed in `nodes`, once every pod's usage is known
+        elif kind == "Pod":
+            found = pod_usage(obj)
+            if found is not None:
+                into = self.from_tas_pods if is_tas_pod(obj) else self.from_pods
+                add_usage({found[0]: found[1]}, into)
+        elif kind == "Namespace":
+            labels = string_map(metadata(obj).get("labels"), f"Namespace {name}: metadata.labels")
+            self.namespaces[name] = labels
+        else:
+            self.limit_ranges.setdefault(namespace, []).append(read_limit_range(obj))
