@@ -1,48 +1,38 @@
 """PodGroups come from the object the API server stored, never from the review's body.
 
 Anyone who reaches the webhook port can POST /validate; a forged review names a workload but
-cannot choose what tasgate creates for it. The API server is faked at the Creator's one call.
+cannot choose what tasgate creates for it. The app is the one production runs (static sample
+state); the API server is the in-process fake (``fakeapi``), so the writer GETs the stored Job
+and POSTs the PodGroup over HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import jsonpatch
 import orjson
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.live.podgroups import Creator
-from webhook.serve.app import _pod_groups_of, create_app
+from webhook.serve.app import create_app
 from webhook.serve.keys import PODGROUPS, Settings, StateSource
+from webhook.serve.live_tasks import _pod_groups_of
 
+from .fakeapi import FakeApi
 from .test_server import manifest, review
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
-
-
-class FakeApiServer(Creator):
-    """The Creator with its API calls answered from ``stored``; what it POSTs is kept."""
-
-    def __init__(self, app: web.Application, stored: dict[str, dict[str, Any]]) -> None:
-        self.results: list[str] = []
-        super().__init__(None, self.results.append, _pod_groups_of(app))  # type: ignore[arg-type]
-        self.stored = stored
-        self.created: list[dict[str, Any]] = []
-
-    async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        if method == "GET":
-            return copy.deepcopy(self.stored[path.rsplit("/", 1)[-1]])
-        if path.endswith("/podgroups"):
-            self.created.append(body)
-        return dict(body)
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+GROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+JOB_RESOURCE = {"group": "batch", "version": "v1", "resource": "jobs"}
 
 
 def job(pods: int) -> dict[str, Any]:
@@ -59,58 +49,69 @@ async def mutated(client: TestClient[web.Request, web.Application], obj: dict[st
     return patched
 
 
-async def settle(creator: FakeApiServer) -> None:
-    for _ in range(200):
-        if creator.queue.empty() and (creator.created or creator.results):
-            break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeApi]:
+    api = await FakeApi().start()
+    yield api
+    await api.close()
 
 
 async def started(
-    aiohttp_client: ClientFactory, stored: dict[str, dict[str, Any]]
-) -> tuple[Any, FakeApiServer]:
+    aiohttp_client: ClientFactory, fake: FakeApi
+) -> tuple[TestClient[web.Request, web.Application], list[str]]:
+    """The served app with the PodGroup writer the validating review hands its hint to."""
     app = create_app(Settings(policy=load_policy("default")), lambda _: None, StateSource(sample_objects()))
-    creator = FakeApiServer(app, stored)
-    app[PODGROUPS] = creator
+    results: list[str] = []
+    api = fake.client()
+    writer = Creator(api, results.append, _pod_groups_of(app))
+    app[PODGROUPS] = writer
     workers: list[asyncio.Task[None]] = []
 
     async def stop(_: web.Application) -> None:
         for worker in workers:
             worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        await api.close()
 
     app.on_cleanup.append(stop)
     client = await aiohttp_client(app)
-    workers.append(asyncio.create_task(creator.run()))
-    return client, creator
+    workers.append(asyncio.create_task(writer.run()))
+    return client, results
+
+
+async def settled(results: list[str]) -> None:
+    for _ in range(300):
+        if results:
+            return
+        await asyncio.sleep(0.01)
 
 
 async def test_a_forged_review_creates_the_podgroup_of_the_stored_object(
-    aiohttp_client: ClientFactory,
+    aiohttp_client: ClientFactory, fake: FakeApi
 ) -> None:
-    stored: dict[str, dict[str, Any]] = {}
-    client, creator = await started(aiohttp_client, stored)
-    real = await mutated(client, job(4))
-    real["metadata"]["uid"] = "uid-real"
-    stored["resnet-rack"] = real
+    client, results = await started(aiohttp_client, fake)
+    real = fake.put(JOBS, await mutated(client, job(4)))
     forged = await mutated(client, job(2))  # the same Job, told to be a gang of 2
-    resp = await client.post("/validate", data=orjson.dumps(review(forged, uid="forged")))
+    body = review(forged, uid="forged", resource=JOB_RESOURCE)
+    resp = await client.post("/validate", data=orjson.dumps(body))
     assert (await resp.json())["response"]["allowed"] is True
-    await settle(creator)
-    (pod_group,) = creator.created
-    assert pod_group["metadata"]["name"] == "resnet-rack"
+    await settled(results)
+    assert results == ["created"]
+    pod_group = fake.get(f"{GROUPS}/resnet-rack")
+    assert pod_group is not None
     assert pod_group["spec"]["minMember"] == 4, "minMember of the stored Job, not of the forged body"
-    assert pod_group["metadata"]["ownerReferences"][0]["uid"] == "uid-real"
+    assert pod_group["metadata"]["ownerReferences"][0]["uid"] == real["metadata"]["uid"]
 
 
-async def test_a_stored_object_that_needs_no_podgroup_gets_none(aiohttp_client: ClientFactory) -> None:
-    stored: dict[str, dict[str, Any]] = {}
-    client, creator = await started(aiohttp_client, stored)
-    single = job(1)
-    single["metadata"]["uid"] = "uid-single"
-    stored["resnet-rack"] = single  # one pod: the policy makes no gang of it
+async def test_a_stored_object_that_needs_no_podgroup_gets_none(
+    aiohttp_client: ClientFactory, fake: FakeApi
+) -> None:
+    client, results = await started(aiohttp_client, fake)
+    fake.put(JOBS, job(1))  # one pod: the policy makes no gang of it
     forged = await mutated(client, job(4))
-    resp = await client.post("/validate", data=orjson.dumps(review(forged, uid="forged")))
+    resp = await client.post(
+        "/validate", data=orjson.dumps(review(forged, uid="forged", resource=JOB_RESOURCE))
+    )
     assert (await resp.json())["response"]["allowed"] is True
-    await settle(creator)
-    assert creator.created == [] and creator.results == ["none-needed"]
+    await settled(results)
+    assert fake.posts("/podgroups") == [] and results == ["none-needed"]

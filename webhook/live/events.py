@@ -4,7 +4,14 @@
 ``rate`` per second (a burst of ``burst``), and one with the same object, reason and note as one
 posted within ``dedupe_seconds`` is dropped — the tracker emits once per state change, this keeps
 a flapping gang from flooding the namespace. A full queue drops the Event (counted, logged).
-Replicas agree on each Event's name (``event_name``), so the API server keeps one of each.
+
+Replicas converge on one Event per occurrence: its name is ``event_name`` (the object, and a hash
+of its uid, the reason and the episode), so the API server keeps the first and answers the
+others 409 AlreadyExists (counted ``exists``). Only the leader posts (``lead``, from the
+election; without one every recorder posts): a follower's recorder holds what its tracker emits
+for ``hold_seconds`` (bounded) and queues it when elected, so an occurrence the old leader never
+posted is posted by the new one, and one it did post comes back ``exists``. ``run`` survives
+whatever a post raises: logged (with a traceback when unexpected), counted ``failed``.
 """
 
 from __future__ import annotations
@@ -15,11 +22,13 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -76,13 +85,29 @@ class EventRecorder:
         burst: int = 20,
         dedupe_seconds: float = 600.0,
         queue_limit: int = 500,
+        hold_seconds: float = 300.0,
+        leading: bool = True,  # False where an election decides (``lead`` then says)
     ) -> None:
         self.api = api
-        self.record = record  # result: posted, failed, dropped, deduplicated
+        self.record = record  # result: posted, exists, failed, dropped, deduplicated
         self.rate, self.burst, self.dedupe_seconds = rate, burst, dedupe_seconds
         self.queue: asyncio.Queue[GangEvent] = asyncio.Queue(queue_limit)
         self.recent: dict[tuple[str, str, str], float] = {}
         self.instance = os.environ.get("POD_NAME") or socket.gethostname()
+        self.leading = leading
+        self.hold_seconds = hold_seconds
+        self.held: deque[tuple[float, GangEvent]] = deque(maxlen=queue_limit)
+
+    def lead(self, leading: bool) -> None:
+        """The election's word (its ``on_change``). Elected: what was held, if recent, is queued."""
+        self.leading = leading
+        if not leading:
+            return
+        now = time.monotonic()
+        held, self.held = self.held, deque(maxlen=self.held.maxlen)
+        for since, event in held:
+            if now - since < self.hold_seconds:
+                self._queue(event)
 
     def emit(self, event: GangEvent) -> None:
         key = (event.regarding.uid or event.regarding.name, event.reason, event.note)
@@ -93,6 +118,12 @@ class EventRecorder:
         self.recent[key] = now
         if len(self.recent) > 10 * self.queue.maxsize:
             self.recent = {k: t for k, t in self.recent.items() if now - t < self.dedupe_seconds}
+        if self.leading:
+            self._queue(event)
+        else:
+            self.held.append((now, event))
+
+    def _queue(self, event: GangEvent) -> None:
         try:
             self.queue.put_nowait(event)
         except asyncio.QueueFull:
@@ -110,33 +141,39 @@ class EventRecorder:
                 await asyncio.sleep((1 - tokens) / self.rate)
                 tokens, last = 1.0, time.monotonic()
             tokens -= 1
-            await self.post(event)
+            if not self.leading:  # the lease was lost while it waited: the new leader's to post
+                self.held.append((time.monotonic(), event))
+                continue
+            try:
+                await self.post(event)
+            except Exception:  # post handles what it expects; nothing may stop the poster
+                self.record("failed")
+                log.exception("event %s on %s not posted", event.reason, event.regarding.name)
 
     async def post(self, event: GangEvent) -> None:
-        ns = event.regarding.namespace
+        """POST one Event; 409 means another replica (or an earlier try) posted this occurrence."""
+        ns, name = event.regarding.namespace, event.regarding.name
         try:
             await self._call(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", self.body(event))
             self.record("posted")
         except ApiException as exc:
             if exc.status == 409:
-                self.record("exists")  # another replica posted this very occurrence
+                self.record("exists")
                 return
             self.record("failed")
-            log.warning("event %s on %s/%s not posted: %s", event.reason, ns, event.regarding.name, exc)
-        except (OSError, TimeoutError) as exc:
+            log.warning("event %s on %s/%s not posted: %s %s", event.reason, ns, name, exc.status, exc.reason)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             self.record("failed")
-            log.warning("event %s on %s/%s not posted: %s", event.reason, ns, event.regarding.name, exc)
+            why = f"{type(exc).__name__}: {exc}"
+            log.warning("event %s on %s/%s not posted: %s", event.reason, ns, name, why)
 
     def body(self, event: GangEvent) -> dict[str, Any]:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            # Named as kubectl's recorder names them (events.k8s.io rejects a generateName ending in ".").
-            "metadata": {
-                "name": f"{event.regarding.name}.{time.time_ns():x}",
-                "namespace": event.regarding.namespace,
-            },
+            # One name per occurrence, the same on every replica: the API server keeps one.
+            "metadata": {"name": event_name(event), "namespace": event.regarding.namespace},
             "eventTime": stamp,
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": f"{REPORTING_CONTROLLER}-{self.instance}"[:128],

@@ -1,0 +1,326 @@
+"""PodGroups reconciled from the watches, against an in-process fake API server (HTTP only).
+
+The reconciler is fed by the real ``watch.run_kind`` through real kubernetes-asyncio clients;
+``compute`` stands in for the decision path (the PodGroup the stored Job's template names).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import aiohttp
+import pytest
+
+from webhook.live import leader, reconcile_http
+from webhook.live.events import EventRecorder
+from webhook.live.reconcile import Intent, PodGroups, Reconciler, ReconcileSettings
+from webhook.live.watch import WatchSettings, run_kind
+
+from .fakeapi import FakeApi
+
+COSCHEDULING = "scheduling.x-k8s.io/v1alpha1"
+JOBS = "/apis/batch/v1/namespaces/ml/jobs"
+PODS = "/api/v1/namespaces/ml/pods"
+GROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ml/podgroups"
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads"
+FAST = ReconcileSettings(resync_seconds=0.2, hint_seconds=3.0, backoff_base=0.05, backoff_max=2.0)
+WATCH = WatchSettings(watch_seconds=30, backoff_max=0.2)
+
+
+def job(name: str = "train", pods: int = 2) -> dict[str, Any]:
+    labels = {"scheduling.x-k8s.io/pod-group": name, "kueue.x-k8s.io/queue-name": "q"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c"}]}}
+    spec = {"parallelism": pods, "completions": pods, "template": template}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+
+
+def pod(owner: Mapping[str, Any], index: int, phase: str = "Pending") -> dict[str, Any]:
+    meta = owner["metadata"]
+    ref = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+    labels = {"kueue.x-k8s.io/podset": "main", "scheduling.x-k8s.io/pod-group": meta["name"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{meta['name']}-{index}", "labels": labels, "ownerReferences": [ref]},
+        "status": {"phase": phase},
+    }
+
+
+async def compute(obj: Mapping[str, Any]) -> PodGroups:
+    """The decision path's part here: the PodGroup the stored Job's pods are labelled for."""
+    name = obj["spec"]["template"]["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group")
+    if obj.get("kind") != "Job" or not name:
+        return ()
+    meta = {"name": name, "namespace": obj["metadata"]["namespace"]}
+    return ({"apiVersion": COSCHEDULING, "kind": "PodGroup", "metadata": meta,
+             "spec": {"minMember": obj["spec"]["parallelism"]}},)  # fmt: skip
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeApi]:
+    api = await FakeApi().start()
+    yield api
+    await api.close()
+
+
+class Running:
+    """Reconcilers with their watches (and, unless told, their writing loop) on one fake API."""
+
+    def __init__(self, fake: FakeApi) -> None:
+        self.fake = fake
+        self.tasks: list[asyncio.Task[None]] = []
+        self.clients: list[Any] = []
+
+    def start(self, *, write: bool = True, compute: Any = compute) -> tuple[Reconciler, list[str]]:
+        results: list[str] = []
+        api = self.fake.client()
+        self.clients.append(api)
+        rec = Reconciler(api, compute, results.append, settings=FAST)
+        for kind in rec.kinds():
+            self.tasks.append(asyncio.create_task(run_kind(api, kind, rec, WATCH)))
+        if write:
+            self.tasks.append(asyncio.create_task(rec.run()))
+        return rec, results
+
+    def spawn(self, work: Callable[[], Any]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work())
+        self.tasks.append(task)
+        return task
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks = []
+        for api in self.clients:
+            await api.close()
+        self.clients = []
+
+
+@pytest.fixture
+async def running(fake: FakeApi) -> AsyncIterator[Running]:
+    world = Running(fake)
+    yield world
+    await world.stop()
+
+
+async def until(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def gang(fake: FakeApi, pods: int = 2) -> dict[str, Any]:
+    """A stored Job and its pending pods, labelled for the PodGroup ``train``, which is missing."""
+    stored = fake.put(JOBS, job(pods=pods))
+    for i in range(pods):
+        fake.put(PODS, pod(stored, i))
+    return stored
+
+
+async def test_a_missing_podgroup_is_created_once_owned_and_labelled(fake: FakeApi, running: Running) -> None:
+    stored = gang(fake)
+    _, results = running.start()
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    await asyncio.sleep(0.6)  # resyncs and pod events meanwhile
+    created = fake.get(f"{GROUPS}/train")
+    assert created is not None and len(fake.posts("/podgroups")) == 1 and results == ["created"]
+    assert created["spec"]["minMember"] == 2
+    assert created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "tasgate"
+    (ref,) = created["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"]) == ("Job", "train", stored["metadata"]["uid"])
+
+
+async def test_a_deleted_podgroup_is_recreated(fake: FakeApi, running: Running) -> None:
+    gang(fake)
+    _, results = running.start()
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    fake.delete(f"{GROUPS}/train")
+    await until(lambda: len(fake.posts("/podgroups")) == 2 and fake.get(f"{GROUPS}/train") is not None)
+    assert results == ["created", "created"]
+
+
+async def test_already_exists_is_done(fake: FakeApi, running: Running) -> None:
+    gang(fake)
+    fake.fail("POST", "/podgroups", 409)
+    _, results = running.start()
+    await until(lambda: results == ["exists"])
+    await asyncio.sleep(0.6)
+    assert len(fake.posts("/podgroups")) == 1 and results == ["exists"]
+
+
+async def test_429_with_retry_after_and_500_are_retried_until_created(
+    fake: FakeApi, running: Running
+) -> None:
+    gang(fake)
+    fake.fail("POST", "/podgroups", 429, headers={"Retry-After": "1"})
+    fake.fail("POST", "/podgroups", 500)
+    _, results = running.start()
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    first, second, third = fake.when("POST", "/podgroups")
+    assert second - first >= 0.95, "Retry-After: 1 honoured, whatever the pod events and resyncs"
+    assert third - second < 1.0, "a 500 backs off from the base"
+    assert results == ["retried", "retried", "created"]
+
+
+async def test_a_connection_error_is_transient() -> None:
+    assert reconcile_http.transient(aiohttp.ServerDisconnectedError())
+    assert reconcile_http.transient(TimeoutError())
+    assert not reconcile_http.transient(ValueError())
+
+
+async def test_an_owner_that_is_gone_gets_nothing(fake: FakeApi, running: Running) -> None:
+    stored = gang(fake)
+    fake.delete(f"{JOBS}/train")  # the pods linger until the garbage collector comes
+    _, results = running.start()
+    await until(lambda: results == ["owner-missing"])
+    await asyncio.sleep(0.6)
+    assert fake.posts("/podgroups") == [] and results == ["owner-missing"]
+    assert len([p for m, p in fake.requests if m == "GET" and p == f"{JOBS}/train"]) == 1, "settled"
+    assert stored["metadata"]["uid"]
+
+
+async def test_an_unexpected_error_is_logged_with_its_traceback_and_retried(
+    fake: FakeApi, running: Running, caplog: pytest.LogCaptureFixture
+) -> None:
+    gang(fake)
+    calls: list[int] = []
+
+    async def flaky(obj: Mapping[str, Any]) -> PodGroups:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("decision path broke")
+        return await compute(obj)
+
+    with caplog.at_level(logging.ERROR, "tasgate.podgroups"):
+        _, results = running.start(compute=flaky)
+        await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    assert results == ["failed", "created"]
+    (logged,) = [r for r in caplog.records if r.exc_info]
+    assert "decision path broke" in str(logged.exc_info[1] if logged.exc_info else "")
+
+
+async def test_a_restart_finds_the_work_from_a_fresh_list(fake: FakeApi, running: Running) -> None:
+    gang(fake)
+    refusing = fake.fail("POST", "/podgroups", 503, times=1000)
+    rec, results = running.start()
+    rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", "ml", "train"))
+    await until(lambda: len(results) >= 2)
+    await running.stop()  # the process dies: its queue, hints and backoff go with it
+    refusing.times = 0
+    _, fresh = running.start()
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    assert fresh == ["created"] and set(results) == {"retried"}
+
+
+async def test_a_hint_creates_the_podgroup_before_any_pod_once_the_object_is_stored(
+    fake: FakeApi, running: Running
+) -> None:
+    rec, results = running.start()
+    rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", "ml", "train"))  # reviewed, not stored yet
+    await asyncio.sleep(0.3)
+    fake.put(JOBS, job())
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    assert results == ["created"] and rec.hints == {}
+
+
+async def test_a_follower_keeps_a_hint_for_when_it_is_elected(fake: FakeApi, running: Running) -> None:
+    fake.put(JOBS, job())
+    rec, results = running.start(write=False)
+    rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", "ml", "train"))
+    await asyncio.sleep(0.3)
+    assert fake.posts("/podgroups") == []
+    running.spawn(rec.run)  # elected
+    await until(lambda: results == ["created"])
+
+
+async def test_a_kueue_workload_created_for_a_job_is_an_early_trigger(
+    fake: FakeApi, running: Running
+) -> None:
+    stored = fake.put(JOBS, job())
+    _, results = running.start()
+    await until(lambda: any("/workloads" in p and m == "GET" for m, p in fake.requests))
+    await asyncio.sleep(0.2)  # the list is read; the Workload arrives on the watch
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": stored["metadata"]["uid"],
+           "controller": True}  # fmt: skip
+    fake.put(WORKLOADS, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                         "metadata": {"name": "job-train-1", "ownerReferences": [ref]}})  # fmt: skip
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    assert results == ["created"]
+
+
+async def test_finished_pods_need_no_podgroup(fake: FakeApi, running: Running) -> None:
+    stored = fake.put(JOBS, job())
+    fake.put(PODS, pod(stored, 0, phase="Succeeded"))
+    rec, results = running.start()
+    await until(lambda: {"reconcile-pods", "reconcile-podgroups"} <= rec.listed)
+    await asyncio.sleep(0.4)
+    assert fake.posts("/podgroups") == [] and results == []
+
+
+async def test_two_replicas_one_leader_one_post(fake: FakeApi, running: Running) -> None:
+    gang(fake)
+    leading: dict[str, bool] = {}
+    campaign = leader.Campaign(lease_seconds=2, renew_seconds=1.5, retry_seconds=1.0)
+    for name in ("a", "b"):
+        rec, _ = running.start(write=False)
+        api = running.clients[-1]
+        on_change = functools.partial(leading.__setitem__, name)
+        running.spawn(lambda rec=rec, api=api, on_change=on_change, name=name: leader.lead(
+            api, dataclasses.replace(campaign, identity=name), rec.run, on_change))  # fmt: skip
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    await asyncio.sleep(1.0)
+    assert len(fake.posts("/podgroups")) == 1
+    assert sorted(leading.values()) == [True], "one candidate elected; the other never was"
+
+
+async def test_a_podgroup_the_stored_object_does_not_join_is_never_made(
+    fake: FakeApi, running: Running
+) -> None:
+    unlabelled = job()
+    del unlabelled["spec"]["template"]["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"]
+    fake.put(JOBS, unlabelled)
+
+    async def would_label(obj: Mapping[str, Any]) -> PodGroups:  # as if the policy changed since
+        meta = {"name": "train", "namespace": "ml"}
+        return ({"apiVersion": COSCHEDULING, "kind": "PodGroup", "metadata": meta, "spec": {"minMember": 2}},)
+
+    rec, results = running.start(compute=would_label)
+    rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", "ml", "train"))
+    await until(lambda: results == ["none-needed"])
+    assert fake.posts("/podgroups") == []
+
+
+async def test_a_refused_podgroup_is_a_warning_event_on_the_workload(fake: FakeApi, running: Running) -> None:
+    gang(fake)
+    fake.fail("POST", "/podgroups", 403, times=1)
+    api = fake.client()
+    running.clients.append(api)
+    events = EventRecorder(api)
+    rec = Reconciler(api, compute, events=events, settings=FAST)
+    results: list[str] = []
+    rec.record = results.append
+    for kind in rec.kinds():
+        running.spawn(functools.partial(run_kind, api, kind, rec, WATCH))
+    running.spawn(rec.run)
+    await until(lambda: results == ["failed", "created"])
+    event = events.queue.get_nowait()
+    assert (event.reason, event.regarding.kind, event.regarding.name) == (
+        "PodGroupCreateFailed",
+        "Job",
+        "train",
+    )
+    assert "403" in event.note
