@@ -1,8 +1,8 @@
 """The rest of a cluster around a running ControlPlane: kube-controller-manager, kwok, a gang scheduler.
 
 Where gangs are followed after admission (``make e2e-cluster``, tests/e2e_cluster). Each component is a
-plain process with the control plane's admin kubeconfig, wired the way /work/shared/CLUSTER_E2E.md
-found to work:
+plain process with the control plane's admin kubeconfig, wired the way CLUSTER_E2E.md (in shared/ beside
+the checkout) found to work:
 
 - **kube-controller-manager** v1.36.5 (``e2e/tools/kube``) with only the job, garbage-collector,
   node-lifecycle and namespace controllers: Jobs create Pods, owners' deletions cascade, the

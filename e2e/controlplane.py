@@ -63,6 +63,7 @@ from e2e.binaries import (
 )
 from e2e.pki import AUDIT_POLICY, write_kubeconfig, write_pki
 from e2e.processes import LOG_TAIL_LINES, ServerProcess, free_ports
+from e2e.webhook_auth import WebhookClientAuth, write_webhook_client_auth
 
 __all__ = [  # the harness's one import point; the parts live in e2e.binaries, e2e.pki, e2e.processes
     "AUDIT_POLICY",
@@ -120,6 +121,8 @@ class ControlPlane:
     ``$TASGATE_E2E_KEEP`` is set, so the logs named in a failure message still exist afterwards.
     ``apiserver_args`` are extra kube-apiserver flags appended after the harness's own (a later
     ``--flag=value`` wins), e.g. ``--admission-control-config-file=...``.
+    ``webhook_client_hosts`` (default none): webhook hosts (``localhost:8443``, ``*.svc``) the API
+    server presents a client certificate to; ``webhook_client`` then names it and its own CA.
     """
 
     def __init__(
@@ -129,10 +132,13 @@ class ControlPlane:
         keep: bool | None = None,
         apiserver_args: Sequence[str] = (),
         binaries: Binaries | None = None,
+        webhook_client_hosts: Sequence[str] = (),
     ) -> None:
         self.binaries = binaries or find_binaries()  # fail at construction, before any process starts
         self.ready_timeout = ready_timeout
         self.apiserver_args = list(apiserver_args)
+        self.webhook_client_hosts = list(webhook_client_hosts)
+        self._webhook_client: WebhookClientAuth | None = None
         self._keep = keep
         self._failed = False
         self._lock = threading.Lock()
@@ -180,6 +186,13 @@ class ControlPlane:
         return self.dir / "pki" / "admin.crt", self.dir / "pki" / "admin.key"
 
     @property
+    def webhook_client(self) -> WebhookClientAuth:
+        """The certificate the API server calls ``webhook_client_hosts`` with, and the CA behind it."""
+        if self._webhook_client is None:
+            raise ControlPlaneError("the control plane was started without webhook_client_hosts")
+        return self._webhook_client
+
+    @property
     def audit_log(self) -> Path:
         """JSON-lines audit log (``--audit-log-format=json``, blocking mode: written before the reply)."""
         return self.dir / "audit.log"
@@ -195,6 +208,11 @@ class ControlPlane:
     @property
     def etcd_log(self) -> Path:
         return self.dir / "etcd.log"
+
+    @property
+    def apiserver_pid(self) -> int | None:
+        """The running kube-apiserver's process id (e2e.faults pauses it with SIGSTOP), else None."""
+        return None if self._apiserver is None else self._apiserver.pid
 
     # -- lifecycle --
 
@@ -330,6 +348,8 @@ class ControlPlane:
 
     def _write_pki(self) -> None:
         write_pki(self.dir / "pki", APISERVER_DNS_NAMES, APISERVER_IPS)
+        if hosts := self.webhook_client_hosts:
+            self._webhook_client = write_webhook_client_auth(self.dir / "webhook-client", hosts)
 
     def _write_kubeconfig(self) -> None:
         cert, key = self.admin_cert
@@ -353,7 +373,8 @@ class ControlPlane:
         ]
 
     def _apiserver_argv(self) -> list[str]:
-        pki = self.dir / "pki"
+        pki, auth = self.dir / "pki", self._webhook_client
+        admission = [f"--admission-control-config-file={auth.admission_config}"] if auth else []
         return [
             str(self.binaries.kube_apiserver),
             f"--etcd-servers={self.etcd_url}",
@@ -381,6 +402,7 @@ class ControlPlane:
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",
             "--audit-log-mode=blocking",  # the event is on disk before the client gets its reply
+            *admission,
             *self.apiserver_args,
         ]
 

@@ -7,7 +7,7 @@ Without a kubelet or a node lifecycle controller a Node is only what the harness
 - The API server's TaintNodesByCondition plugin taints every new Node
   ``node.kubernetes.io/not-ready:NoSchedule``; nothing here lifts it, so ``add_node`` removes it the
   way the node lifecycle controller would for a Ready node. Kueue's TAS ignores nodes that carry an
-  untolerated NoSchedule taint (see /work/shared/KUEUE_E2E.md, pitfall C).
+  untolerated NoSchedule taint (see KUEUE_E2E.md in shared/ beside the checkout, pitfall C).
 """
 
 from __future__ import annotations

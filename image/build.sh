@@ -15,12 +15,16 @@
 # tasgate:<version>. Push it with skopeo (Debian package skopeo), e.g.
 #   skopeo copy oci:$HOME/.cache/tasgate/image/oci:tasgate:0.1.0 docker://<registry>/tasgate:0.1.0
 # image/test.sh starts it. Needs root (mmdebstrap's root mode, chroot, mounts), network access
-# to deb.debian.org and PyPI; installs mmdebstrap and umoci from Debian when they are missing.
+# to the Debian mirror this machine's apt sources name (image/debian_mirrors.py reads them; the
+# repository names no mirror) and to the package index pip is configured with; installs
+# mmdebstrap and umoci from Debian when they are missing.
 #
-# Usage: image/build.sh                 build
-#        image/build.sh --print-config  print the image's contract as JSON and exit (no root, no
-#                                       build: tests/webhook/test_image.py compares it with the
-#                                       Dockerfile)
+# Usage: image/build.sh                  build
+#        image/build.sh --print-config   print the image's contract as JSON and exit (no root, no
+#                                        build: tests/webhook/test_image.py compares it with the
+#                                        Dockerfile)
+#        image/build.sh --print-mirrors  print the base layer's mirror lines, read from this
+#                                        machine's apt sources, and exit (no root, no build)
 set -euo pipefail
 
 me=build.sh
@@ -64,11 +68,20 @@ while a:
 print(json.dumps(out, indent=1))' "${args[@]}"
 }
 
+# The base layer's mirrors: this machine's own (a local mirror, a proxy or the public one).
+debian_mirrors() {
+  local lines
+  lines=$(python3 "$repo/image/debian_mirrors.py" "$SUITE") \
+    || die "cannot take the Debian mirrors from this machine's apt sources (/etc/apt; message above)"
+  mapfile -t MIRRORS <<<"$lines"
+}
+
 case ${1:-} in
   "") ;;
   --print-config) print_config; exit 0 ;;
-  -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) die "unknown argument '$1' (want nothing, --print-config or --help)" ;;
+  --print-mirrors) debian_mirrors; printf '%s\n' "${MIRRORS[@]}"; exit 0 ;;
+  -h|--help) sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) die "unknown argument '$1' (want nothing, --print-config, --print-mirrors or --help)" ;;
 esac
 
 work=""
@@ -85,11 +98,8 @@ lock_cache
 work=$(mktemp -d "$cache_dir/build.XXXXXX")
 
 # --- 1. The base layer: Debian packages only -----------------------------------------------------
-MIRRORS=(
-  "deb http://deb.debian.org/debian $SUITE main"
-  "deb http://deb.debian.org/debian $SUITE-updates main"
-  "deb http://deb.debian.org/debian-security $SUITE-security main"
-)
+step="reading the Debian mirrors from this machine's apt sources"
+debian_mirrors
 MMDEBSTRAP_ARGS=(
   --variant=minbase "--include=$(IFS=,; echo "${PACKAGES[*]}")"
   # a merged /usr with usr-is-merged, not the usrmerge conversion package (which pulls in perl)
@@ -116,7 +126,7 @@ else
       | tar --delete --wildcards './dev/?*' >"$base_tar.tmp"; then
     tail -n 30 "$work/mmdebstrap.log" >&2
     rm -f "$base_tar.tmp"
-    die "mmdebstrap failed (log above: $work/mmdebstrap.log; is deb.debian.org reachable?)"
+    die "mmdebstrap failed (log above: $work/mmdebstrap.log; are the mirrors reachable? ${MIRRORS[*]})"
   fi
   mv "$base_tar.tmp" "$base_tar"
   find "$cache_dir/base" -maxdepth 1 -name "$SUITE-*.tar" ! -path "$base_tar" -delete  # superseded recipes
@@ -135,11 +145,11 @@ mkdir -p "$work/src" "$work/wheels"
 (cd "$repo" && tar -cf - --exclude=__pycache__ --exclude='*.pyc' --exclude='*.so' --exclude='*.c' "${SOURCES[@]}") \
   | tar -xf - -C "$work/src"
 "$pip" wheel --quiet --disable-pip-version-check --wheel-dir "$work/wheels" "$work/src" >"$work/pip.log" 2>&1 \
-  || { tail -n 30 "$work/pip.log" >&2; die "pip wheel failed (log above; is PyPI reachable?)"; }
+  || { tail -n 30 "$work/pip.log" >&2; die "pip wheel failed (log above; is pip's package index reachable?)"; }
 # The installer, run from its wheel (as ensurepip does): the image's virtualenv gets no pip.
 "$pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: --dest "$work/installer" \
   "pip==$("$pip" --version | awk '{print $2}')" >"$work/pip.log" 2>&1 \
-  || { tail -n 30 "$work/pip.log" >&2; die "pip download pip failed (log above; is PyPI reachable?)"; }
+  || { tail -n 30 "$work/pip.log" >&2; die "pip download pip failed (log above; is pip's package index reachable?)"; }
 shopt -s nullglob
 wheel=("$work"/wheels/tasgate-"$VERSION"-*.whl) installer=("$work"/installer/pip-*.whl)
 shopt -u nullglob

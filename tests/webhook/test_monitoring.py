@@ -1,5 +1,6 @@
 """The monitoring overlay: rules that promtool accepts and whose alerts fire when they should, a
-dashboard and alerts that query only metrics tasgate exports, and a kustomization that builds."""
+dashboard and alerts that query only metrics tasgate exports. That its kustomization builds is an
+e2e test (tests/e2e/test_monitoring_overlay.py): it runs the e2e build's kubectl."""
 
 from __future__ import annotations
 
@@ -8,18 +9,14 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from e2e.controlplane import find_binaries
 from tests.webhook import promql
 from tests.webhook.overlay import (
-    DASHBOARD,
-    OVERLAY,
     ROOT,
     dashboard,
     dashboard_queries,
@@ -159,31 +156,6 @@ def test_grafana_variable_queries() -> None:
     assert promql.grafana_query("label_values(flavor)") is None
     assert promql.grafana_query("query_result(max(m))") == "max(m)"
     assert promql.with_grafana_variables('rate(m{a=~"$a"}[$__rate_interval])') == 'rate(m{a=~".*"}[5m])'
-
-
-def kustomize(directory: Path) -> list[dict[str, Any]]:
-    kubectl = find_binaries().kubectl  # the cached real kubectl; missing binaries fail, never skip
-    return [d for d in yaml.safe_load_all(run([str(kubectl), "kustomize", str(directory)], ROOT).stdout) if d]
-
-
-def test_overlay_builds_and_scrapes_the_metrics_port() -> None:
-    built = {d["kind"]: d for d in kustomize(OVERLAY)}
-    assert set(built) == {"ServiceMonitor", "PrometheusRule", "ConfigMap"}
-    assert {d["metadata"]["namespace"] for d in built.values()} == {"tasgate-system"}
-    assert built["PrometheusRule"]["spec"] == rule_spec()
-    dashboard_map = built["ConfigMap"]
-    assert dashboard_map["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert dashboard_map["data"]["tasgate.json"] == DASHBOARD.read_text(), "the ConfigMap is the raw file"
-    service = next(d for d in kustomize(ROOT / "manifests" / "base") if d["kind"] == "Service")
-    monitor = built["ServiceMonitor"]["spec"]
-    labels = service["metadata"]["labels"]
-    assert monitor["selector"]["matchLabels"].items() <= labels.items(), (
-        "the ServiceMonitor selects the Service"
-    )
-    assert monitor["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
-    (endpoint,) = monitor["endpoints"]
-    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]} and endpoint["port"] == "metrics"
-    assert endpoint["honorLabels"] is True, "tasgate's namespace and endpoint labels must survive the scrape"
 
 
 def test_promtool_installer_fails_loudly_when_it_cannot_install(tmp_path: Path) -> None:

@@ -212,3 +212,40 @@ async def test_in_flight_review_finishes_after_sigterm(
         assert (await resp.json())["response"]["uid"] == "late"
     await asyncio.wait_for(serving, 10)
     assert [a["uid"] for a in audit] == ["late"]
+
+
+def test_client_ca_file_admits_only_callers_it_vouches_for(tmp_path: Path) -> None:
+    """The real process: /readyz answers a caller with a certificate from the CA, and nobody else."""
+    callers = certs.generate(tmp_path / "callers", ["localhost"])
+    caller = certs.client_cert(tmp_path, (callers.ca_cert, callers.ca_key), "kube-apiserver", [])
+    port = free_port()
+    argv = [str(TASGATE), "serve", "--port", str(port), "--dev-cert-dir", str(tmp_path / "tls")]
+    proc = subprocess.Popen(
+        [*argv, "--client-ca-file", str(callers.ca_cert), "--metrics-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            try:
+                trusted = client_context(tmp_path / "tls" / "ca.crt")  # written by the server
+                trusted.load_cert_chain(*caller)
+                conn = http.client.HTTPSConnection("localhost", port, context=trusted, timeout=2)
+                if get(conn, "/readyz")[0] == 200:
+                    break
+            except (OSError, ssl.SSLError):
+                pass
+            assert time.monotonic() < deadline, "tasgate serve did not become ready"
+            time.sleep(0.1)
+        anonymous = http.client.HTTPSConnection(
+            "localhost", port, context=client_context(tmp_path / "tls" / "ca.crt"), timeout=5
+        )
+        with pytest.raises((ssl.SSLError, ConnectionError)):  # no HTTP answer: refused in the handshake
+            get(anonymous, "/readyz")
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert proc.stderr is not None
+    assert f"callers must present a client certificate from {callers.ca_cert}" in proc.stderr.read().decode()

@@ -60,7 +60,8 @@ def client_context(ca: Path) -> ssl.SSLContext:
     return context
 
 
-async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def echo_lines(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Every test server: each line back as it came, until the client closes."""
     with contextlib.suppress(ConnectionError, ssl.SSLError):
         while line := await reader.readline():
             writer.write(line)
@@ -95,7 +96,7 @@ def files(tmp_path: Path) -> CertFiles:
 
 async def _serve(files: CertFiles, host: str) -> AsyncIterator[Server]:
     context = server_context(files.cert, files.key)
-    server = await asyncio.start_server(_echo, host, 0, ssl=context)
+    server = await asyncio.start_server(echo_lines, host, 0, ssl=context)
     try:
         yield Server(files, context, host, server.sockets[0].getsockname()[1])
     finally:
@@ -188,7 +189,7 @@ async def test_tls_1_1_client_is_refused(server: Server) -> None:
         permissive.minimum_version = ssl.TLSVersion.TLSv1_1
     permissive.set_ciphers("DEFAULT:@SECLEVEL=0")
     permissive.load_cert_chain(server.files.cert, server.files.key)
-    control = await asyncio.start_server(_echo, "127.0.0.1", 0, ssl=permissive)
+    control = await asyncio.start_server(echo_lines, "127.0.0.1", 0, ssl=permissive)
     try:
         version = await _handshake(_tls11_client(server.files.ca_cert), control.sockets[0].getsockname()[1])
     except (OSError, ssl.SSLError):

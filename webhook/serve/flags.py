@@ -6,10 +6,17 @@ from __future__ import annotations
 import argparse
 import os
 
+from webhook.serve.keys import Election
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     def env(name: str, default: str | None = None) -> str | None:
         return os.environ.get(f"TASGATE_{name}", default)
+
+    def switch(name: str, default: bool) -> bool:
+        return _switch(parser, f"TASGATE_{name}", env(name), default)
 
     parser.add_argument("--host", default=env("HOST", "127.0.0.1"), help="listen address [TASGATE_HOST]")
     parser.add_argument("--port", type=int, default=int(env("PORT", "8443") or 8443), help="[TASGATE_PORT]")
@@ -17,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cert-file", default=env("CERT_FILE"), help="serving certificate PEM [TASGATE_CERT_FILE]"
     )
     parser.add_argument("--key-file", default=env("KEY_FILE"), help="its private key PEM [TASGATE_KEY_FILE]")
+    parser.add_argument(
+        "--client-ca-file",
+        default=env("CLIENT_CA_FILE"),
+        help="require every caller on the webhook port to present a client certificate signed by a "
+        "CA in this PEM file (reloaded when it changes); default: any caller [TASGATE_CLIENT_CA_FILE]",
+    )
     parser.add_argument(
         "--cluster",
         action="append",
@@ -32,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--in-cluster",
         action="store_true",
-        default=env("IN_CLUSTER", "") in ("1", "true"),
+        default=switch("IN_CLUSTER", False),
         help="live mode with the pod's service account [TASGATE_IN_CLUSTER]",
     )
     parser.add_argument(
@@ -54,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-reference-scorer",
         action="store_true",
-        default=env("ALLOW_REFERENCE_SCORER", "") in ("1", "true"),
+        default=switch("ALLOW_REFERENCE_SCORER", False),
         help="report ready even on the pure-Python scorer [TASGATE_ALLOW_REFERENCE_SCORER]",
     )
     parser.add_argument(
@@ -101,10 +114,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "also the keep-alive idle limit [TASGATE_READ_TIMEOUT]",
     )
     parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=switch("LEADER_ELECT", True),
+        help="live mode: only the holder of a Lease writes (PodGroups, Events); every replica "
+        "still answers reviews. Off only where one replica runs [TASGATE_LEADER_ELECT]",
+    )
+    parser.add_argument(
+        "--lease-name", default=env("LEASE_NAME", Election.lease_name), help="[TASGATE_LEASE_NAME]"
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        default=env("LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or Election.lease_namespace,
+        help=f"default: $POD_NAMESPACE, else {Election.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
+    )
+    parser.add_argument(  # the fault suite makes background tasks raise through it; never in production
+        "--test-fault-hook",
+        action="store_true",
+        default=switch("TEST_FAULT_HOOK", False),
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
         "--dev-cert-dir",
         default=env("DEV_CERT_DIR"),
         help="where development certificates are written when none are given [TASGATE_DEV_CERT_DIR]",
     )
+
+
+def _switch(parser: argparse.ArgumentParser, variable: str, raw: str | None, default: bool) -> bool:
+    """An environment switch; a value that is neither true nor false is a usage error, not a guess."""
+    if raw is None or not raw.strip():
+        return default
+    if raw.strip().lower() in _TRUE:
+        return True
+    if raw.strip().lower() in _FALSE:
+        return False
+    parser.error(f"{variable}={raw!r}: want one of {', '.join(_TRUE + _FALSE)}")
 
 
 def _list(raw: str | None) -> list[str] | None:

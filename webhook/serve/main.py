@@ -26,7 +26,7 @@ from webhook.live import heap
 from webhook.serve import certs, listen
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.audit import line_writer
-from webhook.serve.keys import RUNTIME, Settings, StateSource
+from webhook.serve.keys import RUNTIME, Election, Settings, StateSource
 from webhook.serve.tls import CertReloader, TLSConfigError, server_context
 
 log = logging.getLogger("tasgate")
@@ -76,10 +76,16 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         raise StartError(f"--kubeconfig {args.kubeconfig}: no such file")
     policy = load_policy(args.policy)
     cert, key, note = _certificates(args, scratch)
-    context = server_context(cert, key)
+    client_ca = Path(args.client_ca_file) if args.client_ca_file else None
+    context = server_context(cert, key, client_ca)
+    if client_ca is not None:
+        note += f"; callers must present a client certificate from {client_ca}"
     live = bool(args.kubeconfig or args.in_cluster)
     if live:
-        source = StateSource(live=True, kubeconfig=args.kubeconfig)
+        election = Election(
+            enabled=args.leader_elect, lease_name=args.lease_name, lease_namespace=args.lease_namespace
+        )
+        source = StateSource(live=True, kubeconfig=args.kubeconfig, election=election)
         where = f"the API server of {args.kubeconfig or 'this pod (in-cluster)'}"
     else:
         label = "static" if args.cluster else "sample"
@@ -94,8 +100,9 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         cert_poll_seconds=args.cert_poll_seconds,
         read_timeout=args.read_timeout,
         policy_file=args.policy if args.policy not in ("default", "none") else None,
+        fault_hook=args.test_fault_hook,
     )
-    reloader = CertReloader(context, cert, key)
+    reloader = CertReloader(context, cert, key, client_ca)
     app = create_app(settings, line_writer(sys.stdout), source, reloader)
     at = Endpoint(
         args.host,

@@ -13,6 +13,14 @@ precise message, then loaded into a scratch context so OpenSSL itself has accept
 read a private in-memory snapshot of the bytes that were hashed, so what is validated, what is
 installed and the recorded fingerprint are the same bytes even if the files change meanwhile.
 This matters because a failed ``load_cert_chain`` can leave a context with a certificate and no key.
+
+With a client CA (``--client-ca-file``) only a client presenting a certificate that chains to it
+completes a handshake (``ssl.CERT_REQUIRED``). OpenSSL's trust store only grows (a CA loaded into a
+live context cannot be taken out again), so a changed CA file is not loaded in place: the reloader
+builds a complete new context (pair and CA) and the live one's ``sni_callback``, which OpenSSL calls
+on every handshake, with or without SNI, moves each new connection onto it (``SSL_set_SSL_CTX``:
+the certificate presented and the store verified against both come from the new context). No
+session tickets are issued, so no client resumes a session past a CA that has been removed.
 """
 
 from __future__ import annotations
@@ -45,18 +53,20 @@ class TLSConfigError(Exception):
     """
 
 
-def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+def server_context(cert: Path, key: Path, client_ca: Path | None = None) -> ssl.SSLContext:
     """A TLS server context serving ``cert`` (leaf first, then any intermediates) with ``key``.
 
     TLS 1.2 is the floor because the API server never offers less and Kubernetes' own components
     refuse less, and on 1.2 only ECDHE AEAD suites are offered (``TLS12_CIPHERS``); compression
     stays off (CRIME) and renegotiation is refused (a client-driven CPU sink with no use for a
-    webhook).
+    webhook). With ``client_ca`` every client must present a certificate that CA file vouches for.
     """
     cert, key = Path(cert), Path(key)
     context = _new_context()
     cert_pem, key_pem = _read(cert, "certificate"), _read(key, "private key")
     _install(context, cert, key, cert_pem, key_pem)
+    if client_ca is not None:
+        _trust(context, Path(client_ca), _read(Path(client_ca), "client CA"))
     return context
 
 
@@ -67,11 +77,18 @@ class CertReloader:
     ``last_error`` is why the newest content was refused, or None once the files are good again.
     The constructor loads the files once, so the fingerprint is known before ``run`` starts; a bad
     pair then is not raised, only recorded (``loaded`` stays False), as at any later check.
+    ``client_ca`` (the one ``context`` was made with) is watched too: pair and CA are one unit, and
+    new connections are moved onto the context built from their newest good content (the reloader
+    takes ``context.sni_callback`` for that; see the module docstring).
     """
 
-    def __init__(self, context: ssl.SSLContext, cert: Path, key: Path) -> None:
+    def __init__(self, context: ssl.SSLContext, cert: Path, key: Path, client_ca: Path | None = None) -> None:
         self.context = context
         self.cert, self.key = Path(cert), Path(key)
+        self.client_ca = Path(client_ca) if client_ca is not None else None
+        self._serving = context  # with a client CA: what new connections are moved onto
+        if self.client_ca is not None:
+            context.sni_callback = self._move
         self.loaded = False
         self.last_loaded_fingerprint: str | None = None
         self.last_loaded_at: float | None = None
@@ -81,8 +98,8 @@ class CertReloader:
         self.check()
 
     def fingerprint(self) -> str:
-        """SHA-256 over both files' current bytes; raises TLSConfigError if either cannot be read."""
-        return _fingerprint(_read(self.cert, "certificate"), _read(self.key, "private key"))
+        """SHA-256 over the files' current bytes; raises TLSConfigError if one cannot be read."""
+        return _fingerprint(*self._contents())
 
     def check(self) -> bool:
         """Reload if the files' content changed since the last successful load; True if it reloaded.
@@ -91,10 +108,10 @@ class CertReloader:
         leaves the context as it was and returns False; the next call tries again.
         """
         try:
-            cert_pem, key_pem = _read(self.cert, "certificate"), _read(self.key, "private key")
-            fingerprint = _fingerprint(cert_pem, key_pem)
+            contents = self._contents()
+            fingerprint = _fingerprint(*contents)
             if fingerprint != self.last_loaded_fingerprint:
-                _install(self.context, self.cert, self.key, cert_pem, key_pem)
+                self._load(*contents)
         except TLSConfigError as exc:
             self.last_error = exc
             return False
@@ -102,8 +119,26 @@ class CertReloader:
         if fingerprint == self.last_loaded_fingerprint:
             return False
         self.loaded, self.last_loaded_fingerprint, self.last_loaded_at = True, fingerprint, time.time()
-        self.not_after = x509.load_pem_x509_certificates(cert_pem)[0].not_valid_after_utc.timestamp()
+        self.not_after = x509.load_pem_x509_certificates(contents[0])[0].not_valid_after_utc.timestamp()
         return True
+
+    def _contents(self) -> list[bytes]:
+        files = [_read(self.cert, "certificate"), _read(self.key, "private key")]
+        return files if self.client_ca is None else [*files, _read(self.client_ca, "client CA")]
+
+    def _load(self, cert_pem: bytes, key_pem: bytes, ca_pem: bytes | None = None) -> None:
+        if self.client_ca is None or ca_pem is None:
+            _install(self.context, self.cert, self.key, cert_pem, key_pem)
+            return
+        fresh = _new_context()
+        _install(fresh, self.cert, self.key, cert_pem, key_pem)
+        _trust(fresh, self.client_ca, ca_pem)
+        self._serving = fresh
+
+    def _move(self, connection: ssl.SSLObject, server_name: str | None, context: ssl.SSLContext) -> None:
+        """The ``sni_callback``: a new connection takes the newest good pair and client CA."""
+        if self._serving is not context:
+            connection.context = self._serving
 
     async def run(
         self,
@@ -155,9 +190,21 @@ def _new_context() -> ssl.SSLContext:
     return context
 
 
-def _fingerprint(cert_pem: bytes, key_pem: bytes) -> str:
+def _trust(context: ssl.SSLContext, path: Path, ca_pem: bytes) -> None:
+    """Require a client certificate that chains to a CA in ``ca_pem`` (the file at ``path``)."""
+    try:
+        x509.load_pem_x509_certificates(ca_pem)
+        context.load_verify_locations(cadata=ca_pem.decode("ascii"))
+    except (ValueError, ssl.SSLError):
+        raise TLSConfigError(f"TLS client CA file {path} does not hold a PEM certificate") from None
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.num_tickets = 0  # TLS 1.3: nothing to resume past a CA removed from the file
+    context.options |= ssl.OP_NO_TICKET  # TLS 1.2
+
+
+def _fingerprint(*files: bytes) -> str:
     digest = hashlib.sha256()
-    for data in (cert_pem, key_pem):  # length-prefixed, so no two different pairs hash alike
+    for data in files:  # length-prefixed, so no two different sets hash alike
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
     return digest.hexdigest()
