@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient
 
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
-from webhook.live.podgroups import Creator
+from webhook.live.reconcile import Reconciler
 from webhook.serve.app import create_app
 from webhook.serve.keys import PODGROUPS, Settings, StateSource
 from webhook.serve.live_tasks import _pod_groups_of
@@ -63,7 +63,7 @@ async def started(
     app = create_app(Settings(policy=load_policy("default")), lambda _: None, StateSource(sample_objects()))
     results: list[str] = []
     api = fake.client()
-    writer = Creator(api, results.append, _pod_groups_of(app))
+    writer = Reconciler(api, _pod_groups_of(app), results.append)
     app[PODGROUPS] = writer
     workers: list[asyncio.Task[None]] = []
 

@@ -376,3 +376,42 @@ def test_the_check_report_lists_the_objects_left_out() -> None:
     assert check.report([], rejected)["rejected"] == [
         {"kind": "ClusterQueue", "namespace": "", "name": "cq", "path": QUOTA, "reason": LOTS}
     ]
+
+
+@pytest.mark.parametrize(("on_timeout", "allowed"), [("allow", True), ("deny", False)])
+async def test_the_server_answers_an_object_rejected_verdict_per_on_timeout(
+    aiohttp_client: Any, on_timeout: str, allowed: bool
+) -> None:
+    """Through the real app: a workload on a left-out queue is answered as --on-timeout says, and
+    the left-out object is on /metrics (tasgate_objects_rejected{kind})."""
+    from webhook.serve.app import create_app, create_metrics_app  # noqa: PLC0415
+    from webhook.serve.keys import STATE, Settings, StateSource  # noqa: PLC0415
+
+    objects = world()
+    objects["clusterqueues"][0] = cluster_queue("cq", "lots")
+    settings = Settings(policy=POLICY, on_timeout=on_timeout)
+    app = create_app(settings, lambda record: None, StateSource(objects=None))
+    app[STATE].publish(await published(live(objects)))
+    client, side = await aiohttp_client(app), await aiohttp_client(create_metrics_app(app))
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+            "namespace": "team",
+            "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": job(2, queue="q", namespace="team"),
+        },
+    }
+    answer = (await (await client.post("/validate", data=orjson.dumps(body))).json())["response"]
+    assert answer["allowed"] is allowed and answer["auditAnnotations"]["reason"] == "object-rejected"
+    if allowed:
+        assert any('ClusterQueue "cq" is left out' in w for w in answer["warnings"])
+    else:
+        assert answer["status"]["code"] == 503 and answer["auditAnnotations"]["decision"] == "deny"
+        assert 'tasgate could not decide: ClusterQueue "cq" is left out' in answer["status"]["message"]
+    metrics = await (await side.get("/metrics")).text()
+    assert 'tasgate_objects_rejected{kind="ClusterQueue"} 1.0' in metrics

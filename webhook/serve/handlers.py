@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -23,7 +24,7 @@ import scorer
 from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome, judge
 from webhook.live.api import get_object
-from webhook.live.podgroups import Intent
+from webhook.live.reconcile import Intent
 from webhook.model.workloads.registry import ADAPTERS
 from webhook.serve import scale
 from webhook.serve.audit import audit_record
@@ -186,7 +187,7 @@ async def _decide(
     executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
     call = loop.run_in_executor(executor, judge, req, state, app[POLICY].current, endpoint == "mutate")
     try:
-        return await asyncio.wait_for(call, budget)
+        outcome = await asyncio.wait_for(call, budget)
     except TimeoutError:
         app[METRICS].errors.labels("timeout").inc()
         return unavailable(settings, f"decision overran {budget:.1f}s")
@@ -194,6 +195,11 @@ async def _decide(
         app[METRICS].errors.labels("exception").inc()
         log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
         return Outcome(False, Reason.INTERNAL_ERROR, "tasgate failed to decide; see its log", 500)
+    if outcome.undecided and settings.on_timeout == "deny":  # judged on a state that lacks what it needs
+        audit = {**(outcome.audit or {}), "decision": "deny"}
+        message = f"tasgate could not decide: {outcome.undecided}"
+        return replace(outcome, allowed=False, message=message, code=503, audit=audit)
+    return outcome
 
 
 async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Outcome:
@@ -281,13 +287,16 @@ def request_labels(
 
 
 def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: Outcome) -> None:
-    """An admitted, persisted-to-be workload gets its PodGroups (live mode; never on dry-run)."""
-    creator, d = app.get(PODGROUPS), outcome.decision
-    if creator is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
+    """An admitted, persisted-to-be workload's PodGroups, early (live mode; never on dry-run).
+
+    Only a hint: the reconciler creates them from what the API server holds in any case.
+    """
+    reconciler, d = app.get(PODGROUPS), outcome.decision
+    if reconciler is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
         return
     name = str(((req.obj or {}).get("metadata") or {}).get("name") or req.name)
     # Only which object: what to create is computed from the object the API server stored.
-    creator.submit(Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name))
+    reconciler.hint(Intent(req.group, req.version, req.resource, d.kind, d.api_version, req.namespace, name))
 
 
 def json_response(body: dict[str, Any]) -> web.Response:

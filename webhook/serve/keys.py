@@ -17,7 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from webhook.decide.policy import Policy
 from webhook.live.holder import StateHolder
-from webhook.live.podgroups import Creator
+from webhook.live.reconcile import Reconciler
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
 from webhook.serve.supervise import Supervisor
@@ -111,7 +111,7 @@ LARGE_EXECUTOR = web.AppKey("large_executor", ThreadPoolExecutor)
 LARGE_BODY_BYTES = 256 * 1024
 RELOADER = web.AppKey("reloader", CertReloader)
 API = web.AppKey("api", ApiClient)  # live mode only
-PODGROUPS = web.AppKey("podgroups", Creator)  # live mode only
+PODGROUPS = web.AppKey("podgroups", Reconciler)  # live mode only
 WAITING = web.AppKey("waiting", RecentWaiting)  # gangs recently told to wait, for /topology
 SUPERVISOR = web.AppKey("supervisor", Supervisor)  # every background task runs under it
 MAIN = web.AppKey("main", web.Application)

@@ -1,9 +1,10 @@
 """Live mode's background work, all of it under the app's `Supervisor`.
 
-On every replica: one list+watch per kind into the `Mirror`, the Mirror's publisher, and the
-lifecycle tracker's watches and loop (a follower keeps everything warm, so a new leader starts
-with current state). On the leader only: the writers — PodGroup creation and the Event poster —
-so two replicas never write twice. Every replica answers reviews.
+On every replica: one list+watch per kind into the `Mirror`, the Mirror's publisher, the
+lifecycle tracker's watches and loop, and the PodGroup reconciler's watches (a follower keeps
+everything warm, so a new leader starts with current state). On the holder of the Lease only
+(``live.leader``): the writers — the PodGroup reconciler's loop and the Event poster — so two
+replicas never write twice. Every replica answers reviews.
 """
 
 from __future__ import annotations
@@ -19,12 +20,23 @@ import scorer
 from webhook.decide.decision import decide
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
-from webhook.live import podgroups, tracker, watch
+from webhook.live import leader, tracker, watch
 from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
 from webhook.live.mirror import Mirror
+from webhook.live.reconcile import Compute, NotReadyError, PodGroups, Reconciler
 from webhook.live.tracked import tracked_kinds
-from webhook.serve.keys import API, EXECUTOR, METRICS, PODGROUPS, POLICY, STATE, SUPERVISOR, StateSource
+from webhook.serve.keys import (
+    API,
+    EXECUTOR,
+    METRICS,
+    PODGROUPS,
+    POLICY,
+    STATE,
+    SUPERVISOR,
+    Election,
+    StateSource,
+)
 from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.serve.supervise import Job
 
@@ -52,12 +64,9 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
                 f"watch-{kind.name}", functools.partial(watch.run_kind, api, kind, mirror, source.watch)
             )
         supervisor.spawn("publish", mirror.publish_forever)
-        writers = _track(app, api, source)
-        counter = app[METRICS].podgroups
-        creator = podgroups.Creator(api, lambda result: counter.labels(result).inc(), _pod_groups_of(app))
-        app[PODGROUPS] = creator
-        writers["podgroups"] = creator.run
-        _lead(app, writers)
+        events = _track(app, api, source)
+        reconciler = _reconciler(app, api, source, events)
+        _lead(app, api, source.election, events, {"podgroups": reconciler.run, "events": events.run})
         yield
         await supervisor.stop()  # before the client closes: nothing may use it after this
         await api.close()
@@ -65,43 +74,78 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
     return ctx
 
 
-def _track(app: web.Application, api: Any, source: StateSource) -> Writers:
-    """Follow every gang after admission (lifecycle states, predictions); its Event poster is a writer."""
+def _track(app: web.Application, api: Any, source: StateSource) -> EventRecorder:
+    """Follow every gang after admission (lifecycle states, predictions); its Events are posted
+    by the leader's writer (a follower's recorder holds them, to post if it is elected)."""
     lifecycle = app[LIFECYCLE]
-    events = EventRecorder(api, lifecycle.event)
+    events = EventRecorder(api, lifecycle.event, leading=not source.election.enabled)
     follower = tracker.Tracker(app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted)
     lifecycle.follow(follower.rows, follower.counts)
     supervisor = app[SUPERVISOR]
     for kind in tracked_kinds():
-        supervisor.spawn(
-            f"track-{kind.name}", functools.partial(watch.run_kind, api, kind, follower, source.watch)
-        )
+        job = functools.partial(watch.run_kind, api, kind, follower, source.watch)
+        supervisor.spawn(f"track-{kind.name}", job)
     supervisor.spawn("track", follower.run)
-    return {"events": events.run}
+    return events
 
 
-def _lead(app: web.Application, writers: Writers) -> None:
-    """Run the writers (supervised, each on its own)."""
-    supervisor = app[SUPERVISOR]
-    app[METRICS].leader.set(1)
-    supervisor.spawn("writers", functools.partial(supervisor.run_all, writers))
+def _reconciler(app: web.Application, api: Any, source: StateSource, events: EventRecorder) -> Reconciler:
+    """The PodGroup reconciler, fed by its own watches on every replica (writes on the leader)."""
+    counter = app[METRICS].podgroups
+    reconciler = Reconciler(
+        api, _pod_groups_of(app), lambda result: counter.labels(result).inc(), events=events
+    )
+    app[PODGROUPS] = reconciler
+    for kind in reconciler.kinds():
+        job = functools.partial(watch.run_kind, api, kind, reconciler, source.watch)
+        app[SUPERVISOR].spawn(f"watch-{kind.name}", job)
+    return reconciler
 
 
-def _pod_groups_of(app: web.Application) -> podgroups.Compute:
+def _lead(
+    app: web.Application, api: Any, election: Election, events: EventRecorder, writers: Writers
+) -> None:
+    """Run the writers (each supervised) while this replica holds the Lease; always, without election."""
+    supervisor, gauge = app[SUPERVISOR], app[METRICS].leader
+    work = functools.partial(supervisor.run_all, writers)
+    if not election.enabled:
+        gauge.set(1)
+        supervisor.spawn("writers", work)
+        return
+
+    def on_change(leading: bool) -> None:
+        events.lead(leading)
+        gauge.set(1 if leading else 0)
+
+    campaign = leader.Campaign(
+        election.lease_name,
+        election.lease_namespace,
+        leader.identity_of(election.identity),
+        election.lease_seconds,
+        election.renew_seconds,
+        election.retry_seconds,
+    )
+    supervisor.spawn("leader-election", functools.partial(leader.lead, api, campaign, work, on_change))
+
+
+def _pod_groups_of(app: web.Application) -> Compute:
     """The PodGroups a stored object needs: the decision path on the current state, in the pool.
 
-    Nothing when the state is not loaded or the stored object would not be admitted.
+    Not ready (retried) while the state is not loaded or lacks an object the verdict needs; the
+    reconciler only ever creates PodGroups the stored object's templates name.
     """
 
-    def compute(obj: Mapping[str, Any]) -> podgroups.PodGroups:
+    def compute(obj: Mapping[str, Any]) -> PodGroups:
         state = app[STATE].current
         if state is None:
-            return ()
+            raise NotReadyError("cluster state not loaded yet")
         namespace = str((obj.get("metadata") or {}).get("namespace") or "")
         decision = decide(Review(obj, namespace=namespace), state, app[POLICY].current)
-        return tuple(decision.pod_groups) if decision.allowed else ()
+        if decision.rejected is not None:  # retried: its pods wait for the object to be fixed
+            raise NotReadyError(f"{decision.rejected}")
+        return tuple(decision.pod_groups)
 
-    async def run(obj: Mapping[str, Any]) -> podgroups.PodGroups:
+    async def run(obj: Mapping[str, Any]) -> PodGroups:
         return await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], compute, obj)
 
     return run

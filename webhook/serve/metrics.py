@@ -188,11 +188,34 @@ class _TopologyCollector(Collector):
         )
         if current is None:
             return
+        yield _rejected_family(current)
         policy = self._policy() if self._policy is not None else None
         cached = self._cache
         if cached is None or cached[0] != current.generation or cached[1] is not policy:
             cached = self._cache = (current.generation, policy, _topology_families(current, policy))
         yield from cached[2]
+
+
+REJECTED_KINDS = (
+    "Node", "Pod", "Namespace", "Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload",
+    "LimitRange", "RuntimeClass", "TrainingRuntime", "ClusterTrainingRuntime",
+)  # fmt: skip
+
+
+def _rejected_family(state: ClusterState) -> GaugeMetricFamily:
+    """Objects left out of the state as unusable, per kind (0 for every watched kind: alertable)."""
+    family = GaugeMetricFamily(
+        "tasgate_objects_rejected",
+        "Objects tasgate cannot use and leaves out of its cluster state, per kind (each logged once; "
+        "tasgate status lists them). A verdict that depends on one is not-checked (object-rejected).",
+        labels=["kind"],
+    )
+    counts = dict.fromkeys(REJECTED_KINDS, 0)
+    for rejected in state.rejected:
+        counts[rejected.kind] = counts.get(rejected.kind, 0) + 1
+    for kind, count in counts.items():
+        family.add_metric([kind], count)
+    return family
 
 
 def _topology_families(state: ClusterState, policy: Policy | None) -> list[GaugeMetricFamily]:
