@@ -194,6 +194,9 @@ def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> 
     return ranks
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _capacities(
     leaf_nodes: list[list[Node]],
     resources: tuple[str, ...],
@@ -208,9 +211,11 @@ def _capacities(
             have = [node.allocatable.get(r, 0) for r in resources]
             used = node.usage if usage is None else usage.get(node.name, _NONE)
         else:
-            have = [sum(n.allocatable.get(r, 0) for n in nodes) for r in resources]
+            # Saturated at int64: a leaf of many nodes may sum past it, and an array of int64
+            # must still hold it (past 2^63 units a leaf holds everything anyone can request).
+            have = [min(sum(n.allocatable.get(r, 0) for n in nodes), INT64_MAX) for r in resources]
             each = [n.usage if usage is None else usage.get(n.name, _NONE) for n in nodes]
-            used = {r: sum(u.get(r, 0) for u in each) for r in resources}
+            used = {r: min(sum(u.get(r, 0) for u in each), INT64_MAX) for r in resources}
         caps.extend(have)
         frees.extend(
             [c - used.get(r, 0) for c, r in zip(have, resources, strict=True)] if with_usage else have

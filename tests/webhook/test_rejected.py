@@ -175,29 +175,50 @@ async def test_the_server_gets_a_flag_to_answer_per_on_timeout() -> None:
 
 
 async def test_a_rebuild_that_fails_keeps_the_last_state_and_usage_publishing(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two nodes whose cpu sums past int64 in one rack-level leaf make the scorer refuse the
-    rebuild (not a malformed object): the publisher survives it, and the fix is taken."""
+    """A rebuild that raises (no real object can make it: the build is faulted here) keeps the
+    last state published, logged; usage keeps publishing on it, and the next rebuild is taken."""
+    from webhook.live import mirror as mirror_module  # noqa: PLC0415
+
     topology, flavor, cq, lq = kueue_objects(levels=("block", "rack"))
     mirror = live({"nodes": rack_cluster(), "topologies": [topology], "resourceflavors": [flavor]})
     mirror.replace("clusterqueues", [cq])
     mirror.replace("localqueues", [lq])
     first = await published(mirror)
-    huge = [
-        node(f"h{i}", {"block": "nb", "rack": "nr9", "pool": "gpu"}, cpu=str(2**63 // 1000 - 1))
-        for i in (1, 2)
-    ]
-    for big in huge:
-        mirror.apply("nodes", "ADDED", big)
+    real = mirror_module.build_state
+
+    def broken(*args: Any, **kwargs: Any) -> ClusterState:
+        raise RuntimeError("the build failed")
+
+    monkeypatch.setattr(mirror_module, "build_state", broken)
+    mirror.apply("nodes", "ADDED", node("h1", {"block": "nb", "rack": "nr9", "pool": "gpu"}))
     with caplog.at_level(logging.ERROR, LOG):
         assert await published(mirror) is first, "the last state stays published"
-    assert any("not rebuilt" in r.getMessage() for r in caplog.records)
+    assert any("not rebuilt" in r.getMessage() and r.exc_info for r in caplog.records)
     mirror.apply("pods", "ADDED", running_pod("p", "n1-1", gpus=8))
     moved = await published(mirror)
     assert moved.generation > first.generation and len(moved.nodes) == 4, "usage keeps publishing"
-    mirror.apply("nodes", "DELETED", huge[1])
-    assert len((await published(mirror)).nodes) == 5
+    monkeypatch.setattr(mirror_module, "build_state", real)
+    mirror.apply("nodes", "ADDED", node("h2", {"block": "nb", "rack": "nr9", "pool": "gpu"}))
+    assert len((await published(mirror)).nodes) == 6
+
+
+async def test_a_leaf_whose_nodes_sum_past_int64_saturates() -> None:
+    """Two rack-level nodes whose cpu sums past int64: the leaf holds int64's maximum, no error."""
+    topology, flavor, cq, lq = kueue_objects(levels=("block", "rack"))
+    mirror = live({"nodes": rack_cluster(), "topologies": [topology], "resourceflavors": [flavor]})
+    mirror.replace("clusterqueues", [cq])
+    mirror.replace("localqueues", [lq])
+    first = await published(mirror)
+    for i in (1, 2):
+        big = node(f"h{i}", {"block": "nb", "rack": "nr9", "pool": "gpu"}, cpu=str(2**63 // 1000 - 1))
+        mirror.apply("nodes", "ADDED", big)
+    state = await published(mirror)
+    assert state is not first and len(state.nodes) == 6 and not state.rejected
+    tree = next(iter(state.snapshots().values())).now.tree
+    (leaf,) = tree.leaf_range(("nb", "nr9"))
+    assert tree.capacity[leaf * len(tree.resources) + tree.resource_column("cpu")] == 2**63 - 1
 
 
 # --- every kind: left out alone ------------------------------------------------------------------

@@ -15,7 +15,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.files.loader import LoadError
-from webhook.files.sources import cluster_state
+from webhook.files.sources import cluster_state, warn_rejected
 from webhook.live.api import checked
 from webhook.live.watch import Kind, kinds
 from webhook.state.cluster import ClusterState, build_state
@@ -26,7 +26,9 @@ def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str |
         if refs:
             raise LoadError("give either --state files or --kubeconfig, not both")
         objects, unserved = asyncio.run(_list_cluster(kubeconfig, context))
-        return build_state(objects, 1, unserved=unserved)
+        state = build_state(objects, 1, unserved=unserved)
+        warn_rejected(state.rejected)
+        return state
     if context:
         raise LoadError("--context needs --kubeconfig")
     return cluster_state(refs)

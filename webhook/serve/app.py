@@ -64,6 +64,8 @@ def create_app(
     app[LIFECYCLE] = LifecycleMetrics(app[METRICS].registry)
     if source.objects is not None:
         holder.publish(build_state(source.objects, 1, engine))
+        for rejected in holder.current.rejected if holder.current else ():
+            log.error("%s left out of the cluster state: %s", rejected.subject, rejected.why)
     app[RUNTIME] = Runtime()
     app[RUNTIME].idle.set()
     app[POLICY] = PolicyState(settings.policy, settings.policy_file, _digest_of(settings.policy_file))
