@@ -128,7 +128,8 @@ def _check(args: argparse.Namespace) -> int:
     state = state_for(args.state, args.kubeconfig, args.context)
     results = check.check_all(load_each(args.filename), state, policy, args.namespace)
     if args.output == "json":
-        sys.stdout.write(orjson.dumps(check.report(results, state.rejected), option=orjson.OPT_INDENT_2).decode() + "\n")
+        document = check.report(results, state.rejected)
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif args.output == "yaml":
         sys.stdout.write(yaml.safe_dump(check.report(results, state.rejected), sort_keys=False))
     elif args.output == "patched":
