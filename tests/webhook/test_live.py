@@ -339,3 +339,24 @@ async def test_published_states_carry_their_snapshots_built_off_the_loop() -> No
         assert state._snapshots, "every TAS flavor's snapshot is built before the state is published"
     finally:
         task.cancel()
+
+
+async def test_freshness_is_read_when_asked_not_kept_by_a_loop() -> None:
+    """No publisher loop runs here: a connected, published, quiet cluster reads fresh however long
+    ago anything happened; a change the publisher has not yet published holds it back."""
+    holder = StateHolder()
+    mirror = Mirror(holder, NAMES, debounce=0.0)
+    for kind in mirror.watched:
+        mirror.replace(kind, [])
+        mirror.connected(kind)
+        mirror.synced[kind] -= 1000.0
+    await mirror.publish_once()
+    age = holder.age()
+    assert age is not None and age < 0.05
+    mirror.apply("nodes", "ADDED", node("late"))
+    mirror.pending_since = time.monotonic() - 30.0  # as if the publisher fell behind 30 s ago
+    age = holder.age()
+    assert age is not None and 29.0 < age < 31.0, "a state behind the watches is as old as its first lack"
+    await mirror.publish_once()
+    age = holder.age()
+    assert age is not None and age < 0.05 and mirror.state is not None and len(mirror.state.nodes) == 1

@@ -12,12 +12,13 @@ it is recorded on the states published (`ClusterState.rejected`) and logged once
 Freshness means "the watches are connected and current": a kind whose watch is open counts as
 fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
 (``healthy``); only a kind whose watch is down ages, from the last moment it was known good.
+The published state's freshness (``confirmed_at``, what /readyz and reviews read) is that, held
+back to the first change the publisher has not yet published.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -107,6 +108,8 @@ class Mirror:
         self.open: dict[str, float] = {}  # kind -> monotonic time its watch (re)connected
         self.absent: set[str] = set()
         self.dirty = asyncio.Event()
+        self.pending_since: float | None = None  # the first change not yet in a published state
+        holder.confirmed = self.confirmed_at
         self.structure_changed = True
         self.generation = 0
         self.state: ClusterState | None = None  # the last one published
@@ -135,7 +138,7 @@ class Mirror:
         self.structure_changed = True  # a relist is rare: rebuild whatever it was
         self.absent.discard(kind)
         self.healthy(kind)
-        self.dirty.set()
+        self._changed()
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         """One watch event. A Node update that changes nothing placement reads (a heartbeat, an
@@ -147,19 +150,19 @@ class Mirror:
             found = None if event == "DELETED" else pod_use(obj)
             changed = self.usage.set(key, None if isinstance(found, Rejected) else found)
             if self._rejected(kind, key, found) or changed:
-                self.dirty.set()
+                self._changed()
             return
         if kind == "workloads":
             uses = () if event == "DELETED" else workload_use(obj)
             changed = self.usage.set_workload(key, () if isinstance(uses, Rejected) else uses)
             if self._rejected(kind, key, uses) or changed:
-                self.dirty.set()
+                self._changed()
             return
         if event == "DELETED":
             self.raw[kind].pop(key, None)
             changed = kind != "nodes" or self.nodes.pop(str(metadata(obj).get("name")), None) is not None
             if kind == "nodes" and self._rejected(kind, key, None):
-                self.dirty.set()
+                self._changed()
         else:
             kept = kept_of(kind, obj)
             if kept is not None:
@@ -167,7 +170,7 @@ class Mirror:
             changed = self._node(obj) if kind == "nodes" else True
         if changed:
             self.structure_changed = True
-            self.dirty.set()
+            self._changed()
 
     def _rejected(self, kind: str, key: str, found: object) -> bool:
         """Record whether ``key`` is left out (``found`` a `Rejected`); whether that changed."""
@@ -183,7 +186,7 @@ class Mirror:
             self.usage.replace_workloads(None)  # no Kueue: its pods count on their nodes
         self.connected(kind)  # known absent, re-checked periodically: current until a check fails
         self.structure_changed = True
-        self.dirty.set()
+        self._changed()
 
     def healthy(self, kind: str) -> None:
         """``kind`` is current now: a list finished, an event or a bookmark arrived."""
@@ -226,24 +229,40 @@ class Mirror:
         left_out = (self.rejections.current(), self.rejections.version)
         return _Inputs(nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out)
 
+    def confirmed_at(self) -> float | None:
+        """When the published state last matched the cluster (monotonic; None before the first sync).
+
+        The watches' freshness, held back to the first change not yet published: computed when
+        asked (by /readyz, a review, a scrape), so no loop's timing can make a current state look
+        old, nor a publisher that fell behind make an old one look current.
+        """
+        fresh = self.freshness()
+        if fresh is None or self.pending_since is None:
+            return fresh
+        return min(fresh, self.pending_since)
+
+    def _changed(self) -> None:
+        if self.pending_since is None:
+            self.pending_since = time.monotonic()
+        self.dirty.set()
+
     async def publish_forever(self) -> None:
-        """Publish after changes (debounced) and keep the holder's freshness current."""
+        """Publish after changes (debounced)."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.dirty.wait(), 1.0)
-            fresh = self.freshness()
-            if self.dirty.is_set() and self.ready:
-                await asyncio.sleep(self.debounce)
-                self.dirty.clear()
-                await self.publish_once()
-            if fresh is not None:
-                self.holder.touch(fresh)
+            await self.dirty.wait()
+            if not self.ready:
+                await asyncio.sleep(0.1)  # the first full sync is not complete yet
+                continue
+            await asyncio.sleep(self.debounce)
+            self.dirty.clear()
+            await self.publish_once()
 
     async def publish_once(self) -> None:
         """Rebuild (off the loop) if the structure changed, else publish the current usage. A
         failed rebuild (not a malformed object: `build_state` leaves those out) keeps the last
         state published, usage and rejections keep being published on it."""
-        state = self.state
+        state, taken = self.state, self.pending_since
+        self.pending_since = None  # what changes from here on is pending again
         if self.structure_changed or state is None or self._defaults_missing(state):
             self.structure_changed = False
             inputs = self._inputs(self.usage.begin_rebuild())
@@ -254,6 +273,10 @@ class Mirror:
             except Exception:
                 log.exception("cluster state not rebuilt; the last one stays published")
                 self.usage.abort_rebuild()
+                # The published state is behind since the oldest change it still lacks.
+                self.pending_since = min(
+                    (t for t in (taken, self.pending_since) if t is not None), default=None
+                )
                 if state is None:
                     return
             else:
@@ -286,7 +309,7 @@ class Mirror:
             return False
         parsed = parsed_node(obj)
         if self._rejected("nodes", key_of(obj), parsed):
-            self.dirty.set()
+            self._changed()
         if isinstance(parsed, Rejected):
             return self.nodes.pop(name, None) is not None
         self.nodes[name] = parsed
