@@ -6,10 +6,15 @@ import sys
 from pathlib import Path
 
 TASGATE = Path(sys.executable).with_name("tasgate")
+LEASE_NAMESPACE = "default"
 
 
 def serve_argv(kubeconfig: Path, port: int, metrics_port: int, cert_dir: Path, stale_after: str) -> list[str]:
-    """``tasgate serve`` watching the API server of ``kubeconfig``, with development certificates."""
+    """``tasgate serve`` watching the API server of ``kubeconfig``, with development certificates.
+
+    Leader election is on, as in production; its Lease goes to ``default`` (the control plane has
+    no tasgate-system namespace): until it holds the Lease, a replica writes no PodGroup or Event.
+    """
     return [
         str(TASGATE),
         "serve",
@@ -23,4 +28,6 @@ def serve_argv(kubeconfig: Path, port: int, metrics_port: int, cert_dir: Path, s
         str(cert_dir),
         "--stale-after",
         stale_after,
+        "--lease-namespace",
+        LEASE_NAMESPACE,
     ]
