@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from webhook.live.leader import Campaign
 from webhook.serve import main
 from webhook.serve.flags import add_arguments
 from webhook.serve.keys import Election, Settings, StateSource
@@ -36,7 +37,7 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_defaults() -> None:
     args = parse()
     assert args.leader_elect is True and args.test_fault_hook is False and args.client_ca_file is None
-    assert (args.lease_name, args.lease_namespace) == (Election.lease_name, Election.lease_namespace)
+    assert (args.lease_name, args.lease_namespace) == (Campaign.lease_name, Campaign.lease_namespace)
     assert (args.lease_name, args.lease_namespace) == ("tasgate", "tasgate-system")
 
 
@@ -106,7 +107,7 @@ def test_live_mode_gets_the_election_and_the_settings_the_hook(
     argv = ["--kubeconfig", str(kubeconfig), "--no-leader-elect", "--lease-name", "gate"]
     seen = started(monkeypatch, parse(*argv, "--lease-namespace", "ml", "--test-fault-hook"))
     assert seen["source"].live and seen["source"].kubeconfig == str(kubeconfig)
-    assert seen["source"].election == Election(enabled=False, lease_name="gate", lease_namespace="ml")
+    assert seen["source"].election == Election(False, Campaign(lease_name="gate", lease_namespace="ml"))
     assert seen["settings"].fault_hook is True
     assert seen["reloader"].client_ca is None
 

@@ -25,7 +25,9 @@ async def checked(response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
     if not 200 <= response.status <= 299:
         text = (await response.read()).decode(errors="replace")[:500]
         response.release()
-        raise ApiException(status=response.status, reason=text)
+        exc = ApiException(status=response.status, reason=text)
+        exc.headers = response.headers  # a writer honours Retry-After (priority and fairness 429s)
+        raise exc
     return response
 
 
@@ -33,7 +35,7 @@ async def call_json(
     api: client.ApiClient, method: str, path: str, body: Any = None, timeout: float = 10.0
 ) -> dict[str, Any]:
     """One JSON request (GET, POST, ...); the decoded answer, or ApiException with the server's
-    status and words."""
+    status, words and headers."""
     response = await api.call_api(
         path,
         method,
@@ -44,7 +46,10 @@ async def call_json(
         _request_timeout=timeout,
     )
     data = await checked(response[0] if isinstance(response, tuple) else response)
-    found: dict[str, Any] = orjson.loads(await data.read() or b"{}")
+    try:
+        found: dict[str, Any] = orjson.loads(await data.read() or b"{}")
+    finally:
+        data.release()
     return found
 
 

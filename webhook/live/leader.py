@@ -62,7 +62,7 @@ WATCHDOG_SECONDS = 0.1
 
 @dataclass(frozen=True)
 class Campaign:
-    """The Lease and its timing (the fields of ``serve.keys.Election``, but ``enabled``)."""
+    """The Lease and its timing (``serve.keys.Election`` holds one, with whether to elect at all)."""
 
     lease_name: str = "tasgate"
     lease_namespace: str = "tasgate-system"

@@ -46,6 +46,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.live import reconcile_http as http
 from webhook.live import reconcile_view as view
+from webhook.live.api import call_json
 from webhook.live.events import EventRecorder
 from webhook.live.reconcile_queue import WorkQueue
 from webhook.live.watch import Kind
@@ -210,7 +211,7 @@ class Reconciler(view.View):
             return  # done, or expired: the watches have it
         path = http.object_path(intent.api_version, intent.namespace, intent.resource, intent.name)
         try:
-            owner = await http.request(self.api, "GET", path)
+            owner = await call_json(self.api, "GET", path)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -269,7 +270,7 @@ class Reconciler(view.View):
         namespace = str(meta.get("namespace") or "")
         path = http.object_path(api_version, namespace, "podgroups")
         try:
-            await http.request(self.api, "POST", path, http.owned(group, owner))
+            await call_json(self.api, "POST", path, http.owned(group, owner))
         except ApiException as exc:
             if exc.status == 409:
                 self.record("exists")

@@ -1,9 +1,8 @@
-"""The writers' API calls: one JSON request that keeps the answer's headers, and what a failure means.
+"""What a writer's failed API call means, and the bodies it sends.
 
-``api.call_json`` drops the response headers; a writer that must honour ``Retry-After`` (the API
-server's priority-and-fairness 429s carry one) needs them, so errors raised here are
-``ApiException`` with ``headers`` set. ``transient`` says which failures are retried with
-backoff (429, 5xx, connection errors and timeouts) and which are the request's own fault.
+``transient`` says which failures are retried with backoff (429, 5xx, connection errors and
+timeouts) and which are the request's own fault; ``retry_after`` reads the ``Retry-After`` that
+``api.call_json``'s ``ApiException`` keeps in its headers (priority-and-fairness 429s carry one).
 """
 
 from __future__ import annotations
@@ -14,41 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from webhook.live.api import call_json
 from webhook.live.events import GangEvent, ObjectRef
 from webhook.live.reconcile_view import GangPod, OwnerRef, controller_of
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MAX_DEPTH = 6  # pod → Job → JobSet → TrainJob is three
-
-
-async def request(
-    api: client.ApiClient, method: str, path: str, body: Any = None, timeout: float = 10.0
-) -> dict[str, Any]:
-    """One JSON request; the decoded answer, or ApiException with status, words and headers."""
-    answer = await api.call_api(
-        path,
-        method,
-        body=body,
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=timeout,
-    )
-    response: aiohttp.ClientResponse = answer[0] if isinstance(answer, tuple) else answer
-    try:
-        data = await response.read()
-    finally:
-        response.release()
-    if not 200 <= response.status <= 299:
-        exc = ApiException(status=response.status, reason=data.decode(errors="replace")[:500])
-        exc.headers = response.headers
-        raise exc
-    found: dict[str, Any] = orjson.loads(data or b"{}")
-    return found
 
 
 def transient(exc: BaseException) -> bool:
@@ -119,7 +92,7 @@ async def controllers(api: client.ApiClient, pod: GangPod) -> list[dict[str, Any
     while ref is not None and len(chain) < MAX_DEPTH:
         path = object_path(ref.api_version, pod.namespace, plural(ref.kind), ref.name)
         try:
-            obj = await request(api, "GET", path)
+            obj = await call_json(api, "GET", path)
         except ApiException as exc:
             if exc.status == 404:
                 return None

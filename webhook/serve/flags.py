@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from webhook.serve.keys import Election
+from webhook.live.leader import Campaign
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
@@ -121,12 +121,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "still answers reviews. Off only where one replica runs [TASGATE_LEADER_ELECT]",
     )
     parser.add_argument(
-        "--lease-name", default=env("LEASE_NAME", Election.lease_name), help="[TASGATE_LEASE_NAME]"
+        "--lease-name", default=env("LEASE_NAME", Campaign.lease_name), help="[TASGATE_LEASE_NAME]"
     )
     parser.add_argument(
         "--lease-namespace",
-        default=env("LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or Election.lease_namespace,
-        help=f"default: $POD_NAMESPACE, else {Election.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
+        default=env("LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or Campaign.lease_namespace,
+        help=f"default: $POD_NAMESPACE, else {Campaign.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
     )
     parser.add_argument(  # the fault suite makes background tasks raise through it; never in production
         "--test-fault-hook",

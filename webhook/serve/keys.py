@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from webhook.decide.policy import Policy
 from webhook.live.holder import StateHolder
+from webhook.live.leader import Campaign
 from webhook.live.reconcile import Reconciler
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
@@ -52,12 +53,7 @@ class Election:
     """
 
     enabled: bool = True
-    lease_name: str = "tasgate"
-    lease_namespace: str = "tasgate-system"
-    identity: str = ""  # empty: $POD_NAME, else the host name
-    lease_seconds: float = 15.0
-    renew_seconds: float = 10.0
-    retry_seconds: float = 2.0
+    campaign: Campaign = field(default_factory=Campaign)
 
 
 @dataclass(frozen=True)

@@ -117,15 +117,9 @@ def _lead(
         events.lead(leading)
         gauge.set(1 if leading else 0)
 
-    campaign = leader.Campaign(
-        election.lease_name,
-        election.lease_namespace,
-        leader.identity_of(election.identity),
-        election.lease_seconds,
-        election.renew_seconds,
-        election.retry_seconds,
+    supervisor.spawn(
+        "leader-election", functools.partial(leader.lead, api, election.campaign, work, on_change)
     )
-    supervisor.spawn("leader-election", functools.partial(leader.lead, api, campaign, work, on_change))
 
 
 def _pod_groups_of(app: web.Application) -> Compute:

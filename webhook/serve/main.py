@@ -23,6 +23,7 @@ from aiohttp import web
 from webhook.files.policy import load_policy
 from webhook.files.sources import cluster_objects
 from webhook.live import heap
+from webhook.live.leader import Campaign
 from webhook.serve import certs, listen
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.audit import line_writer
@@ -83,7 +84,8 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
     live = bool(args.kubeconfig or args.in_cluster)
     if live:
         election = Election(
-            enabled=args.leader_elect, lease_name=args.lease_name, lease_namespace=args.lease_namespace
+            enabled=args.leader_elect,
+            campaign=Campaign(lease_name=args.lease_name, lease_namespace=args.lease_namespace),
         )
         source = StateSource(live=True, kubeconfig=args.kubeconfig, election=election)
         where = f"the API server of {args.kubeconfig or 'this pod (in-cluster)'}"
