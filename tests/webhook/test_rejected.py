@@ -82,6 +82,20 @@ def live(objects: dict[str, list[dict[str, Any]]]) -> Mirror:
     return mirror
 
 
+def job_review(obj: dict[str, Any]) -> dict[str, Any]:
+    """A CREATE of a batch/v1 Job in namespace team, as the API server sends it."""
+    request = {
+        "uid": "u1",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+        "namespace": "team",
+        "operation": "CREATE",
+        "userInfo": {"username": "alice"},
+        "object": obj,
+    }
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
 async def published(mirror: Mirror) -> ClusterState:
     await mirror.publish_once()
     state = mirror.holder.current
@@ -153,19 +167,7 @@ async def test_the_server_gets_a_flag_to_answer_per_on_timeout() -> None:
     objects = world()
     objects["localqueues"][0]["spec"] = "cq"  # LocalQueue team/q: spec is not an object
     state = await published(live(objects))
-    body = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u1",
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-            "namespace": "team",
-            "operation": "CREATE",
-            "userInfo": {"username": "alice"},
-            "object": job(2, queue="q", namespace="team"),
-        },
-    }
+    body = job_review(job(2, queue="q", namespace="team"))
     outcome = judge(parse_review(orjson.dumps(body)), state, POLICY, mutating=True)
     assert (outcome.allowed, outcome.reason, outcome.patch) == (True, Reason.OBJECT_REJECTED, ())
     assert outcome.undecided.startswith('LocalQueue "team/q" is left out of tasgate\'s cluster state')
@@ -414,19 +416,7 @@ async def test_the_server_answers_an_object_rejected_verdict_per_on_timeout(
     app = create_app(settings, lambda record: None, StateSource(objects=None))
     app[STATE].publish(await published(live(objects)))
     client, side = await aiohttp_client(app), await aiohttp_client(create_metrics_app(app))
-    body = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u1",
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-            "namespace": "team",
-            "operation": "CREATE",
-            "userInfo": {"username": "alice"},
-            "object": job(2, queue="q", namespace="team"),
-        },
-    }
+    body = job_review(job(2, queue="q", namespace="team"))
     answer = (await (await client.post("/validate", data=orjson.dumps(body))).json())["response"]
     assert answer["allowed"] is allowed and answer["auditAnnotations"]["reason"] == "object-rejected"
     if allowed:
