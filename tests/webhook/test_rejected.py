@@ -16,6 +16,7 @@ from tests.webhook.conftest import (
     GPU,
     KUEUE,
     job,
+    job_review,
     kueue_objects,
     namespace_object,
     node,
@@ -80,20 +81,6 @@ def live(objects: dict[str, list[dict[str, Any]]]) -> Mirror:
     for kind, items in objects.items():
         mirror.replace(kind, items)
     return mirror
-
-
-def job_review(obj: dict[str, Any]) -> dict[str, Any]:
-    """A CREATE of a batch/v1 Job in namespace team, as the API server sends it."""
-    request = {
-        "uid": "u1",
-        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-        "namespace": "team",
-        "operation": "CREATE",
-        "userInfo": {"username": "alice"},
-        "object": obj,
-    }
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
 async def published(mirror: Mirror) -> ClusterState:
@@ -167,12 +154,12 @@ async def test_the_server_gets_a_flag_to_answer_per_on_timeout() -> None:
     objects = world()
     objects["localqueues"][0]["spec"] = "cq"  # LocalQueue team/q: spec is not an object
     state = await published(live(objects))
-    body = job_review(job(2, queue="q", namespace="team"))
-    outcome = judge(parse_review(orjson.dumps(body)), state, POLICY, mutating=True)
+    body = job_review(job(2, queue="q", namespace="team"), "u1", "team", "alice")
+    outcome = judge(parse_review(body), state, POLICY, mutating=True)
     assert (outcome.allowed, outcome.reason, outcome.patch) == (True, Reason.OBJECT_REJECTED, ())
     assert outcome.undecided.startswith('LocalQueue "team/q" is left out of tasgate\'s cluster state')
     assert outcome.audit == {"decision": "allow", "reason": "object-rejected"}
-    other = judge(parse_review(orjson.dumps(body).replace(b'"q"', b'"other"')), state, POLICY, True)
+    other = judge(parse_review(body.replace(b'"q"', b'"other"')), state, POLICY, True)
     assert other.undecided == "" and other.reason is Reason.FITS
 
 
@@ -181,19 +168,15 @@ async def test_a_rebuild_that_fails_keeps_the_last_state_and_usage_publishing(
 ) -> None:
     """A rebuild that raises (no real object can make it: the build is faulted here) keeps the
     last state published, logged; usage keeps publishing on it, and the next rebuild is taken."""
-    from webhook.live import mirror as mirror_module  # noqa: PLC0415
-
     topology, flavor, cq, lq = kueue_objects(levels=("block", "rack"))
     mirror = live({"nodes": rack_cluster(), "topologies": [topology], "resourceflavors": [flavor]})
     mirror.replace("clusterqueues", [cq])
     mirror.replace("localqueues", [lq])
     first = await published(mirror)
-    real = mirror_module.build_state
-
     def broken(*args: Any, **kwargs: Any) -> ClusterState:
         raise RuntimeError("the build failed")
 
-    monkeypatch.setattr(mirror_module, "build_state", broken)
+    monkeypatch.setattr("webhook.live.mirror.build_state", broken)
     mirror.apply("nodes", "ADDED", node("h1", {"block": "nb", "rack": "nr9", "pool": "gpu"}))
     with caplog.at_level(logging.ERROR, LOG):
         assert await published(mirror) is first, "the last state stays published"
@@ -201,7 +184,7 @@ async def test_a_rebuild_that_fails_keeps_the_last_state_and_usage_publishing(
     mirror.apply("pods", "ADDED", running_pod("p", "n1-1", gpus=8))
     moved = await published(mirror)
     assert moved.generation > first.generation and len(moved.nodes) == 4, "usage keeps publishing"
-    monkeypatch.setattr(mirror_module, "build_state", real)
+    monkeypatch.undo()
     mirror.apply("nodes", "ADDED", node("h2", {"block": "nb", "rack": "nr9", "pool": "gpu"}))
     assert len((await published(mirror)).nodes) == 6
 
@@ -416,8 +399,8 @@ async def test_the_server_answers_an_object_rejected_verdict_per_on_timeout(
     app = create_app(settings, lambda record: None, StateSource(objects=None))
     app[STATE].publish(await published(live(objects)))
     client, side = await aiohttp_client(app), await aiohttp_client(create_metrics_app(app))
-    body = job_review(job(2, queue="q", namespace="team"))
-    answer = (await (await client.post("/validate", data=orjson.dumps(body))).json())["response"]
+    body = job_review(job(2, queue="q", namespace="team"), "u1", "team", "alice")
+    answer = (await (await client.post("/validate", data=body)).json())["response"]
     assert answer["allowed"] is allowed and answer["auditAnnotations"]["reason"] == "object-rejected"
     if allowed:
         assert any('ClusterQueue "cq" is left out' in w for w in answer["warnings"])
