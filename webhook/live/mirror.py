@@ -109,6 +109,7 @@ class Mirror:
         self.absent: set[str] = set()
         self.dirty = asyncio.Event()
         self.pending_since: float | None = None  # the first change not yet in a published state
+        self.alive_at: float | None = None  # when the API server last answered (None: no heartbeat)
         holder.confirmed = self.confirmed_at
         self.structure_changed = True
         self.generation = 0
@@ -200,7 +201,21 @@ class Mirror:
     def disconnected(self, kind: str) -> None:
         """The watch of ``kind`` ended or failed: from now on it ages from its last good moment."""
         if self.open.pop(kind, None) is not None:
-            self.healthy(kind)  # it was current until this very moment
+            # It was current until now, or until the API server last answered (``alive``).
+            self.synced[kind] = max(self.synced.get(kind, 0.0), self._current())
+
+    def alive(self, at: float) -> None:
+        """The API server answered a request sent at ``at`` (``live.heartbeat``).
+
+        A watch connection stays open and silent when its API server is paused or cut off
+        behind a proxy, so "connected" alone proves nothing: once a heartbeat runs, an open
+        watch is current only up to the API server's last answer.
+        """
+        self.alive_at = at if self.alive_at is None else max(self.alive_at, at)
+
+    def _current(self) -> float:
+        """The latest moment an open watch is known current."""
+        return time.monotonic() if self.alive_at is None else self.alive_at
 
     @property
     def ready(self) -> bool:
@@ -209,13 +224,14 @@ class Mirror:
     def freshness(self) -> float | None:
         """When the stalest watched kind was last known current (None before the first sync).
 
-        A kind whose watch is connected is current now; a disconnected one since its last list,
-        event or bookmark.
+        A kind whose watch is connected is current as of the API server's last answer (now,
+        without a heartbeat) or its last event; a disconnected one since its last list, event or
+        bookmark.
         """
         if not self.ready:
             return None
-        now = time.monotonic()
-        return min(now if k in self.open else self.synced[k] for k in self.watched)
+        current = self._current()
+        return min(max(current, self.synced[k]) if k in self.open else self.synced[k] for k in self.watched)
 
     def build(self) -> ClusterState:
         """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""

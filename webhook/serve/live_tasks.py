@@ -1,7 +1,8 @@
 """Live mode's background work, all of it under the app's `Supervisor`.
 
 On every replica: one list+watch per kind into the `Mirror`, the Mirror's publisher, the
-lifecycle tracker's watches and loop, and the PodGroup reconciler's watches (a follower keeps
+heartbeat that says whether the API server behind the watches still answers, the lifecycle
+tracker's watches and loop, and the PodGroup reconciler's watches (a follower keeps
 everything warm, so a new leader starts with current state). On the holder of the Lease only
 (``live.leader``): the writers — the PodGroup reconciler's loop and the Event poster — so two
 replicas never write twice. Every replica answers reviews.
@@ -20,7 +21,7 @@ import scorer
 from webhook.decide.decision import decide
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
-from webhook.live import leader, tracker, watch
+from webhook.live import heartbeat, leader, tracker, watch
 from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
 from webhook.live.mirror import Mirror
@@ -64,6 +65,7 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
                 f"watch-{kind.name}", functools.partial(watch.run_kind, api, kind, mirror, source.watch)
             )
         supervisor.spawn("publish", mirror.publish_forever)
+        supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror))
         events = _track(app, api, source)
         reconciler = _reconciler(app, api, source, events)
         _lead(app, api, source.election, events, {"podgroups": reconciler.run, "events": events.run})
