@@ -249,16 +249,20 @@ class ControlPlane:
             self.stop()
             raise
 
-    def restart_apiserver(self, apiserver_args: Sequence[str] | None = None) -> None:
+    def restart_apiserver(
+        self, apiserver_args: Sequence[str] | None = None, down_seconds: float = 0.0
+    ) -> None:
         """Stop kube-apiserver and start it again on the same port against the same etcd; wait ready.
 
         ``apiserver_args`` replaces the extra flags for this and later starts (None keeps them).
+        ``down_seconds``: how long it stays stopped first (e2e.faults: an outage past --stale-after).
         """
         if self._apiserver is None:
             raise ControlPlaneError("the control plane is not started")
         if apiserver_args is not None:
             self.apiserver_args = list(apiserver_args)
         self._apiserver.stop()
+        time.sleep(down_seconds)
         try:
             self._start_apiserver()
         except BaseException:

@@ -175,10 +175,11 @@ class Tasgate:
         ]
         if o.fault_hook:
             argv.append("--test-fault-hook")
-        if o.leader_elect is not None:
-            argv.append("--leader-elect" if o.leader_elect else "--no-leader-elect")
-            if o.leader_elect:
-                argv += ["--lease-name", o.lease_name, "--lease-namespace", o.lease_namespace]
+        if o.leader_elect is False:
+            argv.append("--no-leader-elect")
+        else:  # a Lease of the test's own: a replica the last test killed may still hold the default
+            argv += ["--leader-elect"] if o.leader_elect else []
+            argv += ["--lease-name", o.lease_name, "--lease-namespace", o.lease_namespace]
         return [*argv, *o.extra]
 
     def start(self) -> Tasgate:

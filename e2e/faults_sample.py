@@ -118,15 +118,13 @@ def via_tasgate(replica: Tasgate, probe: Probe) -> tuple[Answer, str]:
     except (OSError, ValueError) as exc:
         return Answer.NO_ANSWER, f"{type(exc).__name__}: {exc}"
     reason = str((response.get("auditAnnotations") or {}).get("reason", ""))
-    message = str((response.get("status") or {}).get("message", "")) or "; ".join(
-        response.get("warnings") or ()
-    )
+    warnings = [str(w) for w in response.get("warnings") or ()]
+    message = str((response.get("status") or {}).get("message", "")) or "; ".join(warnings)
     if response.get("allowed"):
-        return (
-            Answer.UNCHECKED_ALLOW if reason == "unavailable" else Answer.ADMITTED
-        ), f"{reason}: {message}"
-    if reason == "unavailable":
-        return Answer.UNCHECKED_DENY, message
+        unchecked = reason == "unavailable" or any("did not check" in w for w in warnings)
+        return (Answer.UNCHECKED_ALLOW if unchecked else Answer.ADMITTED), f"{reason}: {message}"
+    if reason == "unavailable" or "could not decide" in message:  # --on-timeout=deny, said so
+        return Answer.UNCHECKED_DENY, f"{reason}: {message}"
     return (Answer.ERROR if reason == "internal-error" else Answer.DENIED), f"{reason}: {message}"
 
 
@@ -285,12 +283,14 @@ class ReadinessSampler:
         found = [v for (n, _), v in samples.items() if n == name]
         return found[0] if found else None
 
-    def max_age(self) -> float:
-        return max((r.age for r in self.readings if r.age is not None), default=0.0)
+    def max_age(self, since: float = 0.0, until: float = float("inf")) -> float:
+        """The largest state age read (between ``since`` and ``until``, monotonic)."""
+        ages = [r.age for r in self.readings if r.age is not None and since <= r.at <= until]
+        return max(ages, default=0.0)
 
-    def longest_silence(self) -> float:
+    def longest_silence(self, since: float = 0.0, until: float = float("inf")) -> float:
         """The longest time between two readings whose /metrics answered (the state unconfirmed)."""
-        times = [r.at for r in self.readings if r.age is not None]
+        times = [r.at for r in self.readings if r.age is not None and since <= r.at <= until]
         return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
     def not_ready(self) -> list[Reading]:

@@ -36,7 +36,12 @@ class Row:
     restarts: str = "0"
     notes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
 
     def check(self, ok: bool, why: str) -> bool:
         if not ok:
@@ -77,7 +82,6 @@ class Table:
     def row(self, fault: str) -> Iterator[Row]:
         row = Row(fault)
         self.rows.append(row)
-        started = time.monotonic()
         try:
             yield row
         except Exception as exc:
@@ -85,7 +89,7 @@ class Table:
             row.failures.append(f"{type(exc).__name__}: {first[:400]}")
             raise
         finally:
-            row.seconds = time.monotonic() - started
+            row.ended = time.monotonic()
         if row.failures:
             raise AssertionError(f"{fault}: " + "; ".join(row.failures))
 
