@@ -75,8 +75,9 @@ class Row:
 
 
 class Table:
-    def __init__(self) -> None:
+    def __init__(self, caption: str = "") -> None:
         self.rows: list[Row] = []
+        self.caption = caption  # one line above the table: the world it was measured on
 
     @contextmanager
     def row(self, fault: str) -> Iterator[Row]:
@@ -95,7 +96,8 @@ class Table:
 
     def markdown(self) -> str:
         separator = "|" + "---|" * HEADER.count(" | ") + "---|"
-        return "\n".join([HEADER, separator, *(r.markdown() for r in self.rows)])
+        caption = [self.caption, ""] if self.caption else []
+        return "\n".join([*caption, HEADER, separator, *(r.markdown() for r in self.rows)])
 
     def write(self, directory: Path | None = None) -> list[Path]:
         """The table as markdown in ``~/.cache/tasgate/faults-table.md`` (``$TASGATE_CACHE``) and in
