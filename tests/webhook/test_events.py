@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.live.events import EventRecorder, GangEvent, ObjectRef, event_name
 
@@ -64,6 +65,13 @@ class Breaking(EventRecorder):
         self.sent.append(body)
 
 
+async def _until_results(results: list[str], count: int) -> None:
+    for _ in range(500):
+        if len(results) >= count:
+            return
+        await asyncio.sleep(0.01)
+
+
 async def test_the_poster_survives_whatever_a_post_raises(caplog: pytest.LogCaptureFixture) -> None:
     results: list[str] = []
     recorder = Breaking([aiohttp.ServerDisconnectedError(), RuntimeError("a bug")], results)
@@ -71,15 +79,30 @@ async def test_the_poster_survives_whatever_a_post_raises(caplog: pytest.LogCapt
         recorder.emit(occurrence(note=note, since=note))
     task = asyncio.create_task(recorder.run())
     with caplog.at_level(logging.WARNING, "tasgate.events"):
-        for _ in range(100):
-            if len(results) == 3:
-                break
-            await asyncio.sleep(0.01)
+        await _until_results(results, 4)
     task.cancel()
-    assert results == ["failed", "failed", "posted"] and recorder.sent[0]["note"] == "three"
-    disconnected, bug = (r for r in caplog.records if r.name == "tasgate.events")
-    assert "ServerDisconnectedError" in disconnected.getMessage() and not disconnected.exc_info
+    # A lost connection is retried; the bug on the retry is logged with its traceback and the
+    # poster goes on with the next Event.
+    assert results == ["retried", "failed", "posted", "posted"]
+    assert [body["note"] for body in recorder.sent] == ["two", "three"]
+    (bug,) = (r for r in caplog.records if r.name == "tasgate.events")
     assert bug.exc_info is not None and isinstance(bug.exc_info[1], RuntimeError), "logged with its traceback"
+
+
+async def test_a_throttled_post_is_retried_after_retry_after_and_lands_once(fake: FakeApi) -> None:
+    """A 429 from priority and fairness (with Retry-After) or a 503 is retried; a retry that
+    finds its Event already there is a 409, so there is never a second one."""
+    throttled = ApiException(status=429, reason="Too many requests")
+    throttled.headers = {"Retry-After": "1"}
+    results: list[str] = []
+    recorder = Breaking([throttled, ApiException(status=503, reason="unavailable")], results)
+    started = asyncio.get_running_loop().time()
+    await recorder.post(occurrence())
+    assert results == ["retried", "retried", "posted"] and len(recorder.sent) == 1
+    assert asyncio.get_running_loop().time() - started >= 1.0, "Retry-After honoured"
+    refused: list[str] = []
+    await Breaking([ApiException(status=422, reason="invalid")], refused).post(occurrence())
+    assert refused == ["failed"], "the request's own fault is not retried"
 
 
 async def test_a_follower_holds_what_it_emits_and_posts_it_once_elected() -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
+
+import pytest
 
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
@@ -360,3 +363,65 @@ async def test_freshness_is_read_when_asked_not_kept_by_a_loop() -> None:
     await mirror.publish_once()
     age = holder.age()
     assert age is not None and age < 0.05 and mirror.state is not None and len(mirror.state.nodes) == 1
+
+
+def _connected(holder: StateHolder) -> Mirror:
+    mirror = Mirror(holder, NAMES, debounce=0.0)
+    for kind in mirror.watched:
+        mirror.replace(kind, [node("a")] if kind == "nodes" else [])
+        mirror.connected(kind)
+    return mirror
+
+
+async def test_a_state_is_behind_while_its_rebuild_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook.live import mirror as mirror_module  # noqa: PLC0415
+
+    holder = StateHolder()
+    mirror = _connected(holder)
+    await mirror.publish_once()
+    gate, real = threading.Event(), mirror_module._assemble
+
+    def slow(*args: Any) -> Any:
+        gate.wait(5)
+        return real(*args)
+
+    monkeypatch.setattr(mirror_module, "_assemble", slow)
+    mirror.apply("nodes", "ADDED", node("b", version="2"))
+    publishing = asyncio.create_task(mirror.publish_once())
+    await asyncio.sleep(0.5)
+    age = holder.age()
+    gate.set()
+    await publishing
+    assert age is not None and age >= 0.45, "the published state lacks a 0.5 s old change"
+    after = holder.age()
+    assert after is not None and after < 0.1 and mirror.state is not None and len(mirror.state.nodes) == 2
+
+
+async def test_a_failed_rebuild_stays_pending_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook.live import mirror as mirror_module  # noqa: PLC0415
+
+    holder = StateHolder()
+    mirror = _connected(holder)
+    await mirror.publish_once()
+    real, calls = mirror_module._assemble, [0]
+
+    def once(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("transient")
+        return real(*args)
+
+    monkeypatch.setattr(mirror_module, "_assemble", once)
+    monkeypatch.setattr(mirror_module, "REBUILD_RETRY_SECONDS", 0.05)
+    mirror.apply("nodes", "ADDED", node("b", version="2"))
+    mirror.dirty.clear()
+    await mirror.publish_once()  # the rebuild fails; the old state stays
+    await asyncio.sleep(0.2)
+    age = holder.age()
+    assert age is not None and age > 0.15, "node b is not published: the state is behind, and says so"
+    assert mirror.dirty.is_set(), "the failed rebuild re-armed the publisher"
+    mirror.apply("pods", "ADDED", pod("p", "a", 1))  # a later usage-only change: the rebuild is retried
+    await mirror.publish_once()
+    assert mirror.state is not None and {n.name for n in mirror.state.nodes} == {"a", "b"}
+    after = holder.age()
+    assert after is not None and after < 0.1

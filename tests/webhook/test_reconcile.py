@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from webhook.live import leader, reconcile_http
+from webhook.live import leader, reconcile_http, reconcile_view
 from webhook.live.events import EventRecorder
 from webhook.live.reconcile import Intent, PodGroups, Reconciler, ReconcileSettings
 from webhook.live.watch import WatchSettings, run_kind
@@ -324,3 +324,36 @@ async def test_a_refused_podgroup_is_a_warning_event_on_the_workload(fake: FakeA
         "train",
     )
     assert "403" in event.note
+
+
+async def test_a_gang_that_names_no_kueue_queue_gets_its_podgroup_from_the_watches(
+    fake: FakeApi, running: Running
+) -> None:
+    """The policy gangs a workload with no queue too (its default topology): no Kueue label,
+    no Workload, a review hint that may have reached a follower — the pods alone say it."""
+    stored = fake.put(JOBS, job())
+    for i in range(2):
+        queueless = pod(stored, i)
+        del queueless["metadata"]["labels"]["kueue.x-k8s.io/podset"]
+        fake.put(PODS, queueless)
+    _, results = running.start()
+    await until(lambda: fake.get(f"{GROUPS}/train") is not None)
+    await asyncio.sleep(0.6)
+    assert len(fake.posts("/podgroups")) == 1 and results == ["created"]
+
+
+async def test_a_pod_both_watches_see_counts_once_and_leaves_with_either(fake: FakeApi) -> None:
+
+    view = reconcile_view.View()
+    stored = job()
+    stored["metadata"].update(uid="u", namespace="ml")
+    both = pod(stored, 0)
+    both["metadata"]["namespace"] = "ml"
+    for kind in (reconcile_view.PODS, reconcile_view.GANG_PODS):
+        view.apply(kind, "ADDED", both)
+    (target,) = view.members
+    assert len(view.members_of(target)) == 1
+    view.apply(reconcile_view.PODS, "DELETED", both)  # left one selector: the other still holds it
+    assert len(view.members_of(target)) == 1
+    view.apply(reconcile_view.GANG_PODS, "DELETED", both)
+    assert view.members == {}

@@ -354,21 +354,36 @@ async def test_timeout_is_honoured_and_answered_per_policy(
     assert h.audit[-1]["reason"] == "unavailable"
 
 
-async def test_unexpected_exception_becomes_500_with_uid(
-    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("on_timeout", ["allow", "deny"])
+async def test_an_exception_in_the_decision_is_answered_per_on_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+    aiohttp_client: ClientFactory,
+    caplog: pytest.LogCaptureFixture,
+    on_timeout: str,
 ) -> None:
     def explode(*args: Any) -> Outcome:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(server, "judge", explode)
-    h = Harness()
+    h = Harness(Settings(policy=load_policy("default"), on_timeout=on_timeout))
     client = await aiohttp_client(h.app)
     response = (await post(client, "/mutate", review(manifest("job-rack.yaml"), uid="u-500")))["response"]
-    assert response == {
-        "uid": "u-500",
-        "allowed": False,
-        "status": {"code": 500, "message": "tasgate failed to decide; see its log", "reason": "Invalid"},
-    }
+    if on_timeout == "deny":
+        assert response == {
+            "uid": "u-500",
+            "allowed": False,
+            "status": {
+                "code": 503,
+                "message": "tasgate could not decide: tasgate failed to decide; see its log",
+                "reason": "Invalid",
+            },
+        }
+    else:
+        assert response["uid"] == "u-500" and response["allowed"] is True
+        assert response["warnings"] == [
+            "tasgate did not check this workload: tasgate failed to decide; see its log"
+        ]
+    assert h.audit[-1]["reason"] == "internal-error"
     assert "uid=u-500" in caplog.text and "resnet-rack" in caplog.text
 
 

@@ -64,10 +64,38 @@ async def test_a_task_that_keeps_failing_is_named_and_one_that_returns_is_a_fail
     supervisor.spawn("publish", broken)
     supervisor.spawn("track", returns)
     await _until(lambda: len(supervisor.problems()) == 2)
-    await supervisor.stop()
     publish, track = supervisor.problems()
+    await supervisor.stop()
     assert publish.startswith("task publish keeps failing") and "ValueError: bad page" in publish
     assert track.startswith("task track keeps failing") and "returned" in track
+
+
+async def test_a_task_that_recovered_is_no_longer_named_and_a_stopped_one_never() -> None:
+    runs = 0
+
+    async def flaky() -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 3:
+            raise ValueError("poison object")
+        await asyncio.Event().wait()
+
+    supervisor = Supervisor(backoff_initial=0.001, backoff_max=0.002, stable_after=0.2)
+    supervisor.spawn("watch-pods", flaky)
+    await _until(lambda: runs == 4)
+    assert supervisor.problems(), "just recovered: not yet stable"
+    await asyncio.sleep(0.25)
+    assert supervisor.problems() == [], "it has run stable_after seconds since"
+
+    async def broken() -> None:
+        raise ValueError("x")
+
+    supervisor.spawn("writers", broken)
+    await _until(
+        lambda: "writers" in supervisor.health and supervisor.health["writers"].failures_in_a_row >= 3
+    )
+    await supervisor.stop()  # a stopped task (a lost leadership, shutdown) is not failing
+    assert supervisor.problems() == []
 
 
 async def test_backoff_is_capped_and_grows() -> None:

@@ -57,7 +57,7 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.UNKNOWN_KIND: "allowed with a warning: looks like a workload of a kind tasgate does not read",
         Reason.NOT_A_WORKLOAD: "allowed: not a workload",
         Reason.UNAVAILABLE: "per --on-timeout: no fresh state, or the decision overran its budget",
-        Reason.INTERNAL_ERROR: "denied (HTTP 500 in the review): tasgate failed; see its log",
+        Reason.INTERNAL_ERROR: "per --on-timeout: tasgate failed to decide (a bug); see its log",
     }
 )
 

@@ -1,7 +1,11 @@
-"""The API server connection every live part shares: the client, and raw-response error checks."""
+"""The API server connection every live part shares: the client, raw-response error checks, and
+what a failed call means to a writer (``transient``: retried with backoff; ``retry_after``)."""
 
 from __future__ import annotations
 
+import email.utils
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -56,3 +60,26 @@ async def call_json(
 async def get_object(api: client.ApiClient, path: str, timeout: float = 10.0) -> dict[str, Any]:
     """GET one object as JSON; ApiException (with the server's status) when it is not there."""
     return await call_json(api, "GET", path, timeout=timeout)
+
+
+def transient(exc: BaseException) -> bool:
+    """Worth retrying as it is: the server was busy or unreachable, not the request wrong."""
+    if isinstance(exc, ApiException):
+        return exc.status in (0, 429) or (exc.status or 0) >= 500
+    return isinstance(exc, aiohttp.ClientError | OSError | TimeoutError)
+
+
+def retry_after(exc: BaseException, cap: float) -> float | None:
+    """The seconds ``Retry-After`` asks for (delta-seconds or an HTTP date), at most ``cap``."""
+    headers = getattr(exc, "headers", None)
+    value = headers.get("Retry-After") if isinstance(headers, Mapping) else None
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(str(value)).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), cap)

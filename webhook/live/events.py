@@ -32,11 +32,13 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import call_json
+from webhook.live.api import call_json, retry_after, transient
 
 log = logging.getLogger("tasgate.events")
 REPORTING_CONTROLLER = "tasgate.io/lifecycle"
-NOTE_LIMIT = 1024  # events.k8s.io/v1 rejects longer notes
+NOTE_LIMIT = 1024
+POST_ATTEMPTS = 5  # one Event's posts, the first included
+RETRY_AFTER_CAP = 30.0  # events.k8s.io/v1 rejects longer notes
 
 
 @dataclass(frozen=True)
@@ -151,21 +153,34 @@ class EventRecorder:
                 log.exception("event %s on %s not posted", event.reason, event.regarding.name)
 
     async def post(self, event: GangEvent) -> None:
-        """POST one Event; 409 means another replica (or an earlier try) posted this occurrence."""
+        """POST one Event; 409 means another replica (or an earlier try) posted this occurrence.
+
+        A 429 (priority and fairness), a 5xx or a lost connection is retried, after the server's
+        ``Retry-After`` or a doubling pause, up to `POST_ATTEMPTS` times: the name is the
+        occurrence's, so a retry of a post that did land is a 409, never a second Event.
+        """
         ns, name = event.regarding.namespace, event.regarding.name
-        try:
-            await self._call(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", self.body(event))
-            self.record("posted")
-        except ApiException as exc:
-            if exc.status == 409:
-                self.record("exists")
+        delay, why = 0.5, ""
+        failure: Exception
+        for attempt in range(1, POST_ATTEMPTS + 1):
+            try:
+                await self._call(f"/apis/events.k8s.io/v1/namespaces/{ns}/events", self.body(event))
+                self.record("posted")
                 return
-            self.record("failed")
-            log.warning("event %s on %s/%s not posted: %s %s", event.reason, ns, name, exc.status, exc.reason)
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            self.record("failed")
-            why = f"{type(exc).__name__}: {exc}"
-            log.warning("event %s on %s/%s not posted: %s", event.reason, ns, name, why)
+            except ApiException as exc:
+                if exc.status == 409:
+                    self.record("exists")
+                    return
+                failure, why = exc, f"{exc.status} {exc.reason}"
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                failure, why = exc, f"{type(exc).__name__}: {exc}"
+            if not transient(failure) or attempt == POST_ATTEMPTS or not self.leading:
+                break
+            self.record("retried")
+            await asyncio.sleep(retry_after(failure, RETRY_AFTER_CAP) or delay)
+            delay = min(delay * 2, 8.0)
+        self.record("failed")
+        log.warning("event %s on %s/%s not posted: %s", event.reason, ns, name, why)
 
     def body(self, event: GangEvent) -> dict[str, Any]:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -34,7 +34,6 @@ so the two never write at once while clocks tick alike.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import os
@@ -138,8 +137,11 @@ class _Term:
         """Cancel the work, wait for it to stop, then say so: no write outlives the leadership."""
         if self.task is not None:
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            # Waits for the work without taking its cancellation for ours: a cancel aimed at
+            # `lead` itself (shutdown) while it waits here still ends `lead`.
+            await asyncio.wait({self.task})
+            if not self.task.cancelled() and self.task.exception() is not None:
+                log.error("the leader's work failed", exc_info=self.task.exception())
         if self.held:
             self.held = False
             log.info("no longer the leader: writers stopped")

@@ -9,11 +9,8 @@ cached by resourceVersion. An object that does not parse is left out alone, neve
 it is recorded on the states published (`ClusterState.rejected`) and logged once
 (`live.rejections`), and every other change keeps being published.
 
-Freshness means "the watches are connected and current": a kind whose watch is open counts as
-fresh however quiet the cluster is (``connected``); every list, event and BOOKMARK refreshes it
-(``healthy``); only a kind whose watch is down ages, from the last moment it was known good.
-The published state's freshness (``confirmed_at``, what /readyz and reviews read) is that, held
-back to the first change the publisher has not yet published.
+Freshness (``live.freshness``): the published state is as current as the watches, held back
+to the first change not yet published (``confirmed_at``).
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from typing import Any
 from scorer import Engine
 from scorer.model import Node
 from webhook.live import heap
+from webhook.live.freshness import Freshness
 from webhook.live.holder import StateHolder
 from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_use
 from webhook.live.rejections import Rejections
@@ -39,6 +37,7 @@ from webhook.state.rejected import Rejected
 log = logging.getLogger("tasgate.live")
 
 
+REBUILD_RETRY_SECONDS = 10.0  # a failed rebuild is tried again this long after, changes or not
 DefaultLevels = Callable[[ClusterState], Iterable[tuple[str, tuple[str, ...]]]]
 
 
@@ -76,7 +75,7 @@ def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
     return state if defaults is None else state.prepare(defaults(state))
 
 
-class Mirror:
+class Mirror(Freshness):
     """Parsed objects per kind; the single writer of the published state.
 
     Two kinds of change: *structure* (nodes, Kueue objects, namespaces, ...) rebuilds the state
@@ -97,19 +96,17 @@ class Mirror:
         self.holder = holder
         self.settle_heap = settle_heap  # freeze the heap after the first sync (`live.heap`)
         self.engine = engine
-        self.watched = frozenset(kinds)
         self.debounce = debounce
         self.default_levels: DefaultLevels = default_levels or (lambda _state: ())
         self.raw: dict[str, dict[str, Mapping[str, Any]]] = {k: {} for k in kinds}
         self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
         self.usage = UsageBook()
         self.rejections = Rejections()  # nodes, pods and Workloads that do not parse
-        self.synced: dict[str, float] = {}  # kind -> monotonic time it was last known current
-        self.open: dict[str, float] = {}  # kind -> monotonic time its watch (re)connected
+        super().__init__(kinds)
         self.absent: set[str] = set()
         self.dirty = asyncio.Event()
-        self.pending_since: float | None = None  # the first change not yet in a published state
-        self.alive_at: float | None = None  # when the API server last answered (None: no heartbeat)
+        self.publishing = False
+        self.changed_while_publishing: float | None = None
         holder.confirmed = self.confirmed_at
         self.structure_changed = True
         self.generation = 0
@@ -189,50 +186,6 @@ class Mirror:
         self.structure_changed = True
         self._changed()
 
-    def healthy(self, kind: str) -> None:
-        """``kind`` is current now: a list finished, an event or a bookmark arrived."""
-        self.synced[kind] = time.monotonic()
-
-    def connected(self, kind: str) -> None:
-        """The watch of ``kind`` is open (or its absence confirmed): fresh while it stays so."""
-        self.open[kind] = time.monotonic()
-        self.healthy(kind)
-
-    def disconnected(self, kind: str) -> None:
-        """The watch of ``kind`` ended or failed: from now on it ages from its last good moment."""
-        if self.open.pop(kind, None) is not None:
-            # It was current until now, or until the API server last answered (``alive``).
-            self.synced[kind] = max(self.synced.get(kind, 0.0), self._current())
-
-    def alive(self, at: float) -> None:
-        """The API server answered a request sent at ``at`` (``live.heartbeat``).
-
-        A watch connection stays open and silent when its API server is paused or cut off
-        behind a proxy, so "connected" alone proves nothing: once a heartbeat runs, an open
-        watch is current only up to the API server's last answer.
-        """
-        self.alive_at = at if self.alive_at is None else max(self.alive_at, at)
-
-    def _current(self) -> float:
-        """The latest moment an open watch is known current."""
-        return time.monotonic() if self.alive_at is None else self.alive_at
-
-    @property
-    def ready(self) -> bool:
-        return all(k in self.synced for k in self.watched)
-
-    def freshness(self) -> float | None:
-        """When the stalest watched kind was last known current (None before the first sync).
-
-        A kind whose watch is connected is current as of the API server's last answer (now,
-        without a heartbeat) or its last event; a disconnected one since its last list, event or
-        bookmark.
-        """
-        if not self.ready:
-            return None
-        current = self._current()
-        return min(max(current, self.synced[k]) if k in self.open else self.synced[k] for k in self.watched)
-
     def build(self) -> ClusterState:
         """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""
         return _assemble(self._inputs((dict(self.usage.totals), self.usage.assigned)))
@@ -245,21 +198,12 @@ class Mirror:
         left_out = (self.rejections.current(), self.rejections.version)
         return _Inputs(nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out)
 
-    def confirmed_at(self) -> float | None:
-        """When the published state last matched the cluster (monotonic; None before the first sync).
-
-        The watches' freshness, held back to the first change not yet published: computed when
-        asked (by /readyz, a review, a scrape), so no loop's timing can make a current state look
-        old, nor a publisher that fell behind make an old one look current.
-        """
-        fresh = self.freshness()
-        if fresh is None or self.pending_since is None:
-            return fresh
-        return min(fresh, self.pending_since)
-
     def _changed(self) -> None:
+        now = time.monotonic()
         if self.pending_since is None:
-            self.pending_since = time.monotonic()
+            self.pending_since = now
+        elif self.publishing and self.changed_while_publishing is None:
+            self.changed_while_publishing = now
         self.dirty.set()
 
     async def publish_forever(self) -> None:
@@ -274,11 +218,31 @@ class Mirror:
             await self.publish_once()
 
     async def publish_once(self) -> None:
-        """Rebuild (off the loop) if the structure changed, else publish the current usage. A
-        failed rebuild (not a malformed object: `build_state` leaves those out) keeps the last
+        """Rebuild (off the loop) if the structure changed, else publish the current usage.
+
+        The published state counts as behind (``pending_since``) until a publish lands with every
+        change made before it began: a rebuild in flight, one that failed (retried after
+        `REBUILD_RETRY_SECONDS`) or a publish that raised leaves the oldest change pending.
+        """
+        self.publishing, self.changed_while_publishing = True, None
+        caught_up = False
+        try:
+            caught_up = await self._publish()
+        except BaseException:
+            self.dirty.set()  # whoever runs the publisher next starts with this work
+            raise
+        finally:
+            self.publishing = False
+            if caught_up:  # what changed since this publish began is still pending
+                self.pending_since = self.changed_while_publishing
+            self.changed_while_publishing = None
+
+    async def _publish(self) -> bool:
+        """Publish what the mirror holds; whether every change before this call is now in it.
+
+        A failed rebuild (not a malformed object: `build_state` leaves those out) keeps the last
         state published, usage and rejections keep being published on it."""
-        state, taken = self.state, self.pending_since
-        self.pending_since = None  # what changes from here on is pending again
+        state, caught_up = self.state, True
         if self.structure_changed or state is None or self._defaults_missing(state):
             self.structure_changed = False
             inputs = self._inputs(self.usage.begin_rebuild())
@@ -289,12 +253,10 @@ class Mirror:
             except Exception:
                 log.exception("cluster state not rebuilt; the last one stays published")
                 self.usage.abort_rebuild()
-                # The published state is behind since the oldest change it still lacks.
-                self.pending_since = min(
-                    (t for t in (taken, self.pending_since) if t is not None), default=None
-                )
+                self.structure_changed, caught_up = True, False
+                asyncio.get_running_loop().call_later(REBUILD_RETRY_SECONDS, self.dirty.set)
                 if state is None:
-                    return
+                    return False
             else:
                 self.usage.finish_rebuild(state)
                 self.rejections.published = inputs.rejections
@@ -310,6 +272,7 @@ class Mirror:
             self.rejections.log_new(state.rejected)
             if first and self.settle_heap:
                 heap.settle()
+        return caught_up
 
     def _defaults_missing(self, state: ClusterState) -> bool:
         """Whether the policy's default topology (after a reload, say) lacks a kept snapshot."""

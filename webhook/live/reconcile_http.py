@@ -1,50 +1,20 @@
-"""What a writer's failed API call means, and the bodies it sends.
-
-``transient`` says which failures are retried with backoff (429, 5xx, connection errors and
-timeouts) and which are the request's own fault; ``retry_after`` reads the ``Retry-After`` that
-``api.call_json``'s ``ApiException`` keeps in its headers (priority-and-fairness 429s carry one).
-"""
+"""The PodGroup writer's requests: the owner chain it walks and the bodies it sends (what a
+failed call means is ``api.transient`` / ``api.retry_after``, shared with the Event poster)."""
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import call_json
+from webhook.live.api import call_json, retry_after, transient
 from webhook.live.events import GangEvent, ObjectRef
 from webhook.live.reconcile_view import GangPod, OwnerRef, controller_of
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MAX_DEPTH = 6  # pod → Job → JobSet → TrainJob is three
-
-
-def transient(exc: BaseException) -> bool:
-    """Worth retrying as it is: the server was busy or unreachable, not the request wrong."""
-    if isinstance(exc, ApiException):
-        return exc.status in (0, 429) or (exc.status or 0) >= 500
-    return isinstance(exc, aiohttp.ClientError | OSError | TimeoutError)
-
-
-def retry_after(exc: BaseException, cap: float) -> float | None:
-    """The seconds ``Retry-After`` asks for (delta-seconds or an HTTP date), at most ``cap``."""
-    headers = getattr(exc, "headers", None)
-    value = headers.get("Retry-After") if isinstance(headers, Mapping) else None
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(str(value)).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return min(max(seconds, 0.0), cap)
 
 
 def plural(kind: str) -> str:
@@ -124,3 +94,6 @@ def failure_event(owner: Mapping[str, Any], note: str, episode: str) -> GangEven
         str(meta.get("name") or ""), str(meta.get("uid") or ""),
     )  # fmt: skip
     return GangEvent(regarding, None, "PodGroupCreateFailed", "Create", note, episode=episode)
+
+
+__all__ = ["retry_after", "transient"]  # the reconciler's names for them

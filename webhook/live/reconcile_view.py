@@ -1,9 +1,11 @@
 """What the PodGroup reconciler watches, kept as the few facts it acts on.
 
-The desired state is read off the API server, never remembered: a pod Kueue admitted (label
-``kueue.x-k8s.io/podset``, not finished, not being deleted) that joins a Coscheduling PodGroup
-(label ``scheduling.x-k8s.io/pod-group``) or a Volcano one (annotation
-``scheduling.k8s.io/group-name``) needs that PodGroup to exist; a labelled pod whose PodGroup
+The desired state is read off the API server, never remembered: a live pod (not finished, not
+being deleted) that Kueue admitted (label ``kueue.x-k8s.io/podset``) or that is labelled for a
+Coscheduling PodGroup (``scheduling.x-k8s.io/pod-group``: a gang that names no Kueue queue too)
+and joins a Coscheduling PodGroup or a Volcano one (annotation ``scheduling.k8s.io/group-name``;
+a Volcano gang outside Kueue is seen through the review's hint only, as an annotation cannot be
+selected) needs that PodGroup to exist; a labelled pod whose PodGroup
 does not exist never schedules. So a ``Target`` (PodGroup apiVersion, namespace, name) is
 *missing* when a live pod names it and the watched PodGroups of that kind hold none — judged
 only once both lists are complete, so a fresh start never mistakes an unread list for absence.
@@ -29,7 +31,10 @@ from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
 from webhook.model.annotations import COSCHEDULING_LABEL, VOLCANO_GROUP_ANNOTATION
 from webhook.track.records import PODSET_LABEL
 
-PODS, WORKLOADS = "reconcile-pods", "reconcile-workloads"
+PODS, GANG_PODS, WORKLOADS = "reconcile-pods", "reconcile-gang-pods", "reconcile-workloads"
+# Two pod watches, as one label selector cannot say "either": the pods Kueue admitted (both
+# backends), and every pod labelled for Coscheduling (gangs that name no Kueue queue too).
+POD_KINDS = {PODS: PODSET_LABEL, GANG_PODS: COSCHEDULING_LABEL}
 GROUP_KINDS = {"reconcile-podgroups": COSCHEDULING, "reconcile-volcanopodgroups": VOLCANO}
 LIVE_PHASES = "status.phase!=Succeeded,status.phase!=Failed"
 PodKey = tuple[str, str]
@@ -67,8 +72,10 @@ def kinds() -> list[Kind]:
     def pods(api: client.ApiClient) -> Any:
         return client.CoreV1Api(api).list_pod_for_all_namespaces
 
-    selected = {"label_selector": PODSET_LABEL, "field_selector": LIVE_PHASES}
-    found = [Kind(PODS, "v1", "Pod", pods, kwargs=selected)]
+    found = [
+        Kind(name, "v1", "Pod", pods, kwargs={"label_selector": label, "field_selector": LIVE_PHASES})
+        for name, label in POD_KINDS.items()
+    ]
     for name, api_version in GROUP_KINDS.items():
         group, version = api_version.split("/")
         found.append(Kind(name, api_version, "PodGroup", custom_lister(group, version, "podgroups"), True))
@@ -143,7 +150,7 @@ class Listed:
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
         for obj in items:
-            if self.kind == PODS:
+            if self.kind in POD_KINDS:
                 pod = parse_pod(obj)
                 if pod is not None:
                     self.pods[_key(obj)] = pod
@@ -155,7 +162,8 @@ class View:
     """The watch ``Sink``: gang pods by the PodGroup they name, and the PodGroups that exist."""
 
     def __init__(self) -> None:
-        self.pods: dict[PodKey, GangPod] = {}
+        self.seen: dict[str, dict[PodKey, GangPod]] = {kind: {} for kind in POD_KINDS}  # per watch
+        self.pods: dict[PodKey, GangPod] = {}  # what either watch holds
         self.members: dict[Target, set[PodKey]] = {}
         self.groups: dict[str, set[PodKey]] = {api: set() for api in GROUP_KINDS.values()}
         self.absent: set[str] = set()  # PodGroup apiVersions whose CRD is not served
@@ -174,7 +182,7 @@ class View:
     def missing(self, target: Target) -> bool:
         kind = next(k for k, api in GROUP_KINDS.items() if api == target.api_version)
         return (
-            {PODS, kind} <= self.listed
+            {*POD_KINDS, kind} <= self.listed
             and target.api_version not in self.absent
             and bool(self.members.get(target))
             and (target.namespace, target.name) not in self.groups[target.api_version]
@@ -200,10 +208,10 @@ class View:
         return Listed(kind)
 
     def commit(self, pages: Listed) -> None:
-        if pages.kind == PODS:
-            self.pods, self.members = {}, {}
-            for key, pod in pages.pods.items():
-                self._put(key, pod)
+        if pages.kind in POD_KINDS:
+            before, self.seen[pages.kind] = self.seen[pages.kind], pages.pods
+            for key in before.keys() | pages.pods.keys():
+                self._refresh(key)
         elif pages.kind in GROUP_KINDS:
             api = GROUP_KINDS[pages.kind]
             self.groups[api] = pages.groups
@@ -213,8 +221,8 @@ class View:
             self.wake(target)
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
-        if kind == PODS:
-            self._pod(event, obj)
+        if kind in POD_KINDS:
+            self._pod(kind, event, obj)
         elif kind in GROUP_KINDS:
             target = Target(GROUP_KINDS[kind], *_key(obj))
             names = self.groups[target.api_version]
@@ -244,20 +252,26 @@ class View:
     def disconnected(self, kind: str) -> None:
         """The records stay as they were: the next list replaces them."""
 
-    def _pod(self, event: str, obj: Mapping[str, Any]) -> None:
+    def _pod(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         key = _key(obj)
+        pod = None if event == "DELETED" else parse_pod(obj)
+        if pod is None:
+            self.seen[kind].pop(key, None)
+        else:
+            self.seen[kind][key] = pod
+        self._refresh(key)
+
+    def _refresh(self, key: PodKey) -> None:
+        """Re-derive one pod's membership from what the pod watches hold of it now."""
+        pod = next((seen[key] for seen in self.seen.values() if key in seen), None)
         before = self.pods.pop(key, None)
         if before is not None:
             members = self.members.get(before.target, set())
             members.discard(key)
             if not members:
                 self.members.pop(before.target, None)
-        pod = None if event == "DELETED" else parse_pod(obj)
         if pod is not None:
-            self._put(key, pod)
+            self.pods[key] = pod
+            self.members.setdefault(pod.target, set()).add(key)
             if self.missing(pod.target):
                 self.wake(pod.target)
-
-    def _put(self, key: PodKey, pod: GangPod) -> None:
-        self.pods[key] = pod
-        self.members.setdefault(pod.target, set()).add(key)

@@ -161,7 +161,11 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
 @dataclass
 class WatchSettings:
     watch_seconds: int = 240  # server-side timeout of one watch request
-    read_slack: float = 30.0  # client read timeout beyond it: a dead connection cannot hang
+    # The longest a watch may say nothing: the API server's watch cache sends every watch a
+    # BOOKMARK about once a minute, so a stream silent for longer is dead (a wedged server, a
+    # half-open connection behind a load balancer) and is resumed on a new connection.
+    silence_seconds: float = 90.0
+    list_read_seconds: float = 60.0  # one list page: a half-open connection cannot hang a list
     backoff_max: float = 30.0
     absent_retry: float = 30.0
 
@@ -189,7 +193,7 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
     while True:
         try:
             if cursor.version is None:
-                cursor.version = await _list(lister, kind, mirror)
+                cursor.version = await _list(lister, kind, mirror, settings)
                 backoff = 0.5
             while await _watch(lister, kind, mirror, settings, cursor):
                 backoff = 0.5
@@ -217,15 +221,20 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
 LIST_PAGE = 500  # client-go's reflector pages lists the same way
 
 
-async def _list(lister: Lister, kind: Kind, sink: Sink) -> str:
+async def _list(lister: Lister, kind: Kind, sink: Sink, settings: WatchSettings) -> str:
     """List in pages of `LIST_PAGE`, each handed to the sink's listing before the next is read
     (the Mirror parses and slims a page at once, so its peak memory is a page of objects, not the
     cluster's); the kind is swapped in when the list is complete."""
     listing = sink.listing(kind.name)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=settings.list_read_seconds)
     token: str | None = None
     while True:
         more = {"_continue": token} if token else {}
-        response = await checked(await lister(_preload_content=False, limit=LIST_PAGE, **more, **kind.kwargs))
+        response = await checked(
+            await lister(
+                _preload_content=False, limit=LIST_PAGE, _request_timeout=timeout, **more, **kind.kwargs
+            )
+        )
         body = orjson.loads(await response.read())
         listing.add(
             {"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in body.get("items") or []
@@ -245,9 +254,7 @@ async def _watch(lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettin
     BOOKMARK included, refreshes it. A BOOKMARK only carries a resourceVersion to resume from:
     it is never applied as an object.
     """
-    timeout = aiohttp.ClientTimeout(
-        total=None, sock_connect=10, sock_read=settings.watch_seconds + settings.read_slack
-    )
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=settings.silence_seconds)
     response = await checked(
         await lister(
             watch=True,

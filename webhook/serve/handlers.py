@@ -194,7 +194,8 @@ async def _decide(
     except Exception:
         app[METRICS].errors.labels("exception").inc()
         log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
-        return Outcome(False, Reason.INTERNAL_ERROR, "tasgate failed to decide; see its log", 500)
+        failed = unavailable(settings, "tasgate failed to decide; see its log")
+        return replace(failed, reason=Reason.INTERNAL_ERROR)
     if outcome.undecided and settings.on_timeout == "deny":  # judged on a state that lacks what it needs
         audit = {**(outcome.audit or {}), "decision": "deny"}
         message = f"tasgate could not decide: {outcome.undecided}"

@@ -45,6 +45,7 @@ class TaskHealth:
     restarts: int = 0  # since start
     failures_in_a_row: int = 0  # reset by a run that lasts ``stable_after``
     last_error: str = ""
+    running_since: float | None = None  # the current run's start; None while backing off
 
 
 class Supervisor:
@@ -72,11 +73,18 @@ class Supervisor:
         return task
 
     async def keep(self, name: str, job: Job) -> None:
-        """Run ``job()`` again and again: forever, or until cancelled."""
+        """Run ``job()`` again and again: forever, or until cancelled (then it is not failing)."""
         health = self.health.setdefault(name, TaskHealth())
+        try:
+            await self._keep(name, job, health)
+        except asyncio.CancelledError:
+            health.running_since, health.failures_in_a_row = None, 0  # stopped, not failing
+            raise
+
+    async def _keep(self, name: str, job: Job, health: TaskHealth) -> None:
         backoff = self.backoff_initial
         while True:
-            started = time.monotonic()
+            started = health.running_since = time.monotonic()
             try:
                 await self._run(name, job)
                 error = "returned"
@@ -90,7 +98,7 @@ class Supervisor:
                 backoff, health.failures_in_a_row = self.backoff_initial, 0
             health.restarts += 1
             health.failures_in_a_row += 1
-            health.last_error = error
+            health.last_error, health.running_since = error, None
             self.on_restart(name)
             await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
             backoff = min(backoff * 2, self.backoff_max)
@@ -104,11 +112,14 @@ class Supervisor:
             await _cancel(tasks)
 
     def problems(self) -> list[str]:
-        """Tasks that keep failing, for /readyz."""
+        """Tasks that keep failing, for /readyz: ``failing_after`` failures in a row, and not
+        running for ``stable_after`` seconds since (a task that recovered is not named)."""
+        now = time.monotonic()
         return [
             f"task {name} keeps failing ({h.failures_in_a_row} restarts in a row; last: {h.last_error})"
             for name, h in sorted(self.health.items())
             if h.failures_in_a_row >= self.failing_after
+            and (h.running_since is None or now - h.running_since < self.stable_after)
         ]
 
     def inject(self, name: str) -> bool:
