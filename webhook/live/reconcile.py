@@ -199,8 +199,9 @@ class Reconciler(view.View):
         expected = http.transient(exc) or isinstance(exc, NotReadyError)
         self.record("retried" if expected else "failed")
         if expected or isinstance(exc, ApiException):
-            why = http.words(exc)
-            log.warning("PodGroups for %s: %s; retry %d in %.1fs", _name(key), why, attempt, delay)
+            if attempt == 1 or attempt % 10 == 0:  # a streak is logged, not every retry of it
+                why = http.words(exc)
+                log.warning("PodGroups for %s: %s; retry %d in %.1fs", _name(key), why, attempt, delay)
         else:
             log.exception("PodGroups for %s failed; retry %d in %.1fs", _name(key), attempt, delay)
         queue.add_after(key, delay)
