@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 
 from webhook.live.watch import Collected, Kind, WatchSettings, run_kind
 
@@ -100,3 +102,25 @@ async def test_410_gone_relists() -> None:
     recorder, calls = await run_scripted([ListResponse("10"), gone, ListResponse("20"), FakeResponse([])])
     assert recorder.lists == 2
     assert [c.get("resource_version") for c in calls if c.get("watch")] == ["10", "20", "20"]
+
+
+class SilentStream:
+    """A watch stream that delivers ``lines`` and then says nothing until the client's read timeout."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = list(lines)
+
+    async def readline(self) -> bytes:
+        if self.lines:
+            return self.lines.pop(0)
+        raise aiohttp.SocketTimeoutError("Timeout on reading data from socket")
+
+
+async def test_a_silent_watch_is_resumed_at_once_and_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    silent = FakeResponse([])
+    silent.content = SilentStream([event("ADDED", node("a", version="11"))])  # type: ignore[assignment]
+    with caplog.at_level(logging.INFO, "tasgate.live"):
+        recorder, calls = await run_scripted([ListResponse("10"), silent, FakeResponse([])])
+    assert recorder.lists == 1 and recorder.applied == ["a"]
+    assert [c["resource_version"] for c in calls if c.get("watch")] == ["10", "11", "11"]
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO], "routine: no log line"

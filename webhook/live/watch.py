@@ -289,6 +289,10 @@ async def _watch(lister: Lister, kind: Kind, mirror: Sink, settings: WatchSettin
                     )
                 cursor.version = str((obj.get("metadata") or {}).get("resourceVersion", cursor.version))
                 mirror.healthy(kind.name)  # an event or a BOOKMARK: the stream is current
+    except aiohttp.SocketTimeoutError:  # silent for `silence_seconds`: routine for a quiet kind
+        log.debug(
+            "%s: watch silent for %.0fs; resuming on a new connection", kind.name, settings.silence_seconds
+        )
     finally:
         mirror.disconnected(kind.name)
     return True
