@@ -346,6 +346,7 @@ def test_1_sigkill_mid_review(world: World, table: Table) -> None:
                     time.sleep(1.0)  # reviews pile up inside the frozen replica
                     killed = a.kill()
                 owners += create_gangs(world, namespace, "after", 3)
+                expected = never_fitting(world, namespace, ["never-after"])
                 time.sleep(4)
             samples = sampler.snapshot()
             held = in_flight(samples, killed)
@@ -357,6 +358,7 @@ def test_1_sigkill_mid_review(world: World, table: Table) -> None:
             row.check(row.recovery_s is not None, "no correct verdict after the kill")
             count_reviews(row, sampler)
             check_podgroups(world, row, namespace, owners)
+            check_events(world, row, namespace, expected)
             row.restarts = "0 (kill-a killed by the test; kill-b served)"
             alive(row, b)
         show(row)
@@ -387,10 +389,14 @@ def test_2_api_server_restart(world: World, table: Table) -> None:
                 first_correct_after(sampler.snapshot(), back) is not None,
                 "no judged review via the API server",
             )
-            row.note(f"not ready in {len(readiness.not_ready())} of {len(readiness.readings)} readings")
+            texts = sorted({r.text for r in readiness.not_ready()})[:2]
+            unready = len(readiness.not_ready())
+            row.note(f"not ready in {unready} of {len(readiness.readings)} readings: {texts}")
             count_reviews(row, direct, sampler)
             owners = create_gangs(world, namespace, "after", 2)
+            expected = never_fitting(world, namespace, ["never-after"])
             check_podgroups(world, row, namespace, owners)
+            check_events(world, row, namespace, expected)
             alive(row, t)
         show(row)
 
