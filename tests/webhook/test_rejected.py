@@ -173,6 +173,7 @@ async def test_a_rebuild_that_fails_keeps_the_last_state_and_usage_publishing(
     mirror.replace("clusterqueues", [cq])
     mirror.replace("localqueues", [lq])
     first = await published(mirror)
+
     def broken(*args: Any, **kwargs: Any) -> ClusterState:
         raise RuntimeError("the build failed")
 

@@ -28,7 +28,7 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import checked
+from webhook.live.api import checked, retry_after
 from webhook.live.mirror import Mirror
 
 log = logging.getLogger("tasgate.live")
@@ -166,7 +166,9 @@ class WatchSettings:
     # half-open connection behind a load balancer) and is resumed on a new connection.
     silence_seconds: float = 90.0
     list_read_seconds: float = 60.0  # one list page: a half-open connection cannot hang a list
-    backoff_max: float = 30.0
+    # A watch that cannot connect retries at least this often: an API server back from an
+    # outage is seen within seconds (an unanswered connection attempt costs nothing).
+    backoff_max: float = 8.0
     absent_retry: float = 30.0
 
 
@@ -208,6 +210,9 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
             if exc.status == 410:
                 cursor.version = None
             mirror.disconnected(kind.name)
+            asked = retry_after(exc, settings.backoff_max)  # "storage is (re)initializing": 429, 1 s
+            if asked is not None:
+                backoff = asked
             log.warning("%s: API error %s %s; retrying in %.1fs", kind.name, exc.status, exc.reason, backoff)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
             mirror.disconnected(kind.name)
