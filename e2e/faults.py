@@ -1,10 +1,11 @@
 """Real faults on the e2e control plane, for the fault suite (tests/e2e/test_faults.py).
 
 The recipes are the ones FAULTS.md (in shared/ beside the checkout) records as tried: signals to
-real processes (SIGSTOP/SIGCONT pause one, SIGKILL ends it with no chance to answer what it holds), an etcd
-compaction through etcd's own HTTP gateway (what makes a watch's resourceVersion expire with
-410 Gone), and `tasgate serve` run in live mode as a process the test owns, so a test can kill,
-pause and probe it the way a node, an OOM killer or a network would. Nothing here fakes a
+real processes (SIGSTOP/SIGCONT pause one, SIGKILL ends it with no chance to answer what it
+holds), an etcd compaction through etcd's own HTTP gateway (what makes a watch's
+resourceVersion expire with 410 Gone), and `tasgate serve` run in live mode as a process the
+test owns, so a test can kill, pause and probe it the way a node, an OOM killer or a network
+would. Nothing here fakes a
 failure a real part can be made to have.
 
 The samplers that count what was answered are in ``e2e.faults_sample``; API Priority and
