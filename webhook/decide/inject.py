@@ -1,7 +1,9 @@
 """What a policy rule adds to a workload the user left unannotated: TAS annotations.
 
 Annotations the user wrote are kept as they are; only PodSets with no TAS annotation at all
-get one. "tightest" means the deepest level whose largest domain can hold the PodSet (or the
+get one, and not a PodSet whose template carries a near-miss of a topology key (misspelt, or
+written as a label): the user asked for some placement there, and the policy does not guess
+which. "tightest" means the deepest level whose largest domain can hold the PodSet (or the
 leader+workers group) in the empty cluster, bounded by the rule's loosest allowed level.
 """
 
@@ -11,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scorer.model import Mode, PodSetRequest, TopologyRequest
+from webhook.decide import messages
 from webhook.decide.patch import Entry
 from webhook.decide.policy import TIGHTEST, Inject
 from webhook.decide.topology import Target
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView
+from webhook.rules import topology_near_misses
 
 GROUP_NAME = "tasgate-leader-workers"
 
@@ -34,10 +38,14 @@ def plan(pod_sets: Sequence[PodSetView], inject: Inject | None, target: Target |
     bare = [i for i, r in enumerate(written) if _unannotated(r) and not pod_sets[i].pod_set.synthesized]
     if inject is None or inject.mode == "none" or not bare or target is None:
         return Plan(_implied(written), (False,) * len(written), ())
+    bare, held = _hold_near_misses(pod_sets, bare)
+    if not bare:
+        return Plan(_implied(written), (False,) * len(written), (), held)
     group = GROUP_NAME if inject.group_leader_workers and _leader_workers(pod_sets, bare) else None
     level, problem = _level(pod_sets, bare, inject, target, group)
+    problems = (*held, *((problem,) if problem else ()))
     if level is None:
-        return Plan(_implied(written), (False,) * len(written), (), (problem,) if problem else ())
+        return Plan(_implied(written), (False,) * len(written), (), problems)
     mode = Mode.REQUIRED if inject.mode == "required" else Mode.PREFERRED
     key = ann.REQUIRED_TOPOLOGY if mode is Mode.REQUIRED else ann.PREFERRED_TOPOLOGY
     requests = list(_implied(written))
@@ -49,7 +57,22 @@ def plan(pod_sets: Sequence[PodSetView], inject: Inject | None, target: Target |
         if group:
             entries.append(Entry(path, ann.GROUP_NAME, group))
     injected = tuple(i in bare for i in range(len(written)))
-    return Plan(tuple(requests), injected, tuple(entries), (problem,) if problem else ())
+    return Plan(tuple(requests), injected, tuple(entries), problems)
+
+
+def _hold_near_misses(
+    pod_sets: Sequence[PodSetView], bare: Sequence[int]
+) -> tuple[list[int], tuple[str, ...]]:
+    """The unannotated PodSets still to inject, and a warning for each one held back because its
+    template carries a near-miss of a topology key (Kueue ignores it; the user meant something)."""
+    keep, held = [], []
+    for i in bare:
+        misses = topology_near_misses(pod_sets[i].pod_set.template)
+        if misses:
+            held.append(messages.near_miss_held(pod_sets[i].name, misses))
+        else:
+            keep.append(i)
+    return keep, tuple(held)
 
 
 def _unannotated(req: TopologyRequest) -> bool:

@@ -184,3 +184,9 @@ def left_out(rejected: Rejected) -> str:
 def clip(text: str, limit: int = ADMISSION_WARNING_LIMIT) -> str:
     """Shorten an admission warning to ``limit``; the numbers and the fix come first in every text."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def near_miss_held(pod_set: str, keys: Sequence[str]) -> str:
+    """The policy's topology annotation is not added over what looks like the user's own."""
+    listed = ", ".join(f'"{k}"' for k in keys)
+    return f'PodSet "{pod_set}": no topology annotation added over {listed}, a misspelt or misplaced TAS key'

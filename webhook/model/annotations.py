@@ -1,4 +1,4 @@
-"""Every label and annotation name tasgate reads or writes.
+"""Every label and annotation name tasgate reads or writes (``model.keys`` adds Kueue's others).
 
 Kueue reads its Topology-Aware Scheduling request from the *pod template's* annotations (not the
 job's own metadata). Gang schedulers read pod-group membership from pod labels (Coscheduling) or
@@ -35,6 +35,7 @@ TAS_ANNOTATIONS: Final = (
 )
 
 # --- tasgate's own (workload metadata) ---------------------------------------------------------
+TASGATE_PREFIX: Final = "tasgate.io/"
 # "false": the policy injects nothing into this workload (no TAS annotation, no gang label).
 INJECT_OPT_OUT: Final = "tasgate.io/inject"
 

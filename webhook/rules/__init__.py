@@ -4,7 +4,8 @@
 problem): the type checks of the metadata it reads, Kueue's own TAS annotation rules with Kueue's
 paths and words (``validation_kueue``), tasgate's stricter topology rules (``validation_tasgate``)
 and the gang-scheduling rules (``validation_gang``). Identical errors are reported once, as
-``field.ErrorList.ToAggregate`` does.
+``field.ErrorList.ToAggregate`` does. Keys Kueue or tasgate ignore (unknown, misspelt, misplaced)
+are warnings, not errors: ``key_warnings`` (``rules.keycheck``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from webhook.model.podset import WorkloadView
 from webhook.rules.gang import owner_min_member_errors, validate_gang
+from webhook.rules.keycheck import key_warnings, opt_out_near_miss, topology_near_misses
 from webhook.rules.kueue import (
     validate_grouping,
     validate_partial_admission,
@@ -22,7 +24,13 @@ from webhook.rules.kueue import (
 from webhook.rules.tasgate import Levels, validate_topology
 from webhook.wire.errors import FieldError
 
-__all__ = ["owner_min_member_errors", "validate_workload"]
+__all__ = [
+    "key_warnings",
+    "opt_out_near_miss",
+    "owner_min_member_errors",
+    "topology_near_misses",
+    "validate_workload",
+]
 
 
 def validate_workload(
