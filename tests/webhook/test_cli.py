@@ -194,6 +194,13 @@ def test_directory_is_read_recursively_in_order(tmp_path: Path) -> None:
     code, out = check_json("-f", str(tmp_path))
     assert code == EXIT_OK
     assert [d["kind"] for d in out] == ["Pod", "TFJob", "MPIJob"]
+    assert check_json("-f", str(tmp_path), "-R") == (code, out), "kubectl's -R is the default"
+    _, top = check_json("-f", str(tmp_path), "--no-recursive")
+    assert [d["kind"] for d in top] == ["Pod", "TFJob"]
+    (tmp_path / "only" / "deeper").mkdir(parents=True)
+    shutil.copy(MANIFESTS / "tfjob.yaml", tmp_path / "only" / "deeper" / "sub.yaml")
+    run = tasgate("check", "-f", str(tmp_path / "only"), "--no-recursive")
+    assert run.code == EXIT_BAD_INPUT and "its subdirectories are not read" in run.out
 
 
 def test_stdin() -> None:
@@ -342,6 +349,100 @@ def test_a_one_exa_cpu_quota_is_unlimited_as_in_kueue(tmp_path: Path) -> None:
     )
     assert (run.code, run.err) == (EXIT_OK, "")
     assert "Job default/tas-sample-required: ADMITTED (fits)" in run.out
+
+
+def sample_without(*kinds: str) -> list[dict[str, Any]]:
+    return [o for o in yaml.safe_load_all(tasgate("sample-cluster").out) if o["kind"] not in kinds]
+
+
+@pytest.mark.parametrize("kept", [(), ("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue")])
+def test_a_state_without_nodes_is_an_error(tmp_path: Path, kept: tuple[str, ...]) -> None:
+    """Every verdict would read "never fits", the dump's fault and not the workloads'."""
+    objects = [o for o in sample_without() if o["kind"] in kept]
+    path = write(tmp_path / "state.yaml", *objects) if objects else tmp_path / "state.yaml"
+    path.touch()
+    run = tasgate("check", "-f", str(MANIFESTS / "job-required.yaml"), "--state", str(path))
+    assert (run.code, run.out) == (EXIT_BAD_INPUT, "")
+    assert run.err == (
+        f"tasgate: error: {path}: the cluster state has no nodes, so nothing can be placed; give them "
+        "too (`kubectl get nodes,pods,namespaces,limitranges -A -o yaml`)\n"
+    )
+
+
+def test_a_state_without_kueue_objects_says_so_and_checks_nothing(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "nodes.yaml", *sample_without("Topology", "ResourceFlavor", "ClusterQueue", "LocalQueue")
+    )
+    no_queue = job(2, queue=None)
+    queued = str(MANIFESTS / "job-required.yaml")
+    run = tasgate("check", "-f", "-", "-f", queued, "--state", str(path), stdin=yaml.safe_dump(no_queue))
+    assert run.code == EXIT_OK, "not checked fails a run only when asked (--fail-on unchecked)"
+    assert run.err.startswith(
+        f"tasgate: warning: {path}: the cluster state has no Topology, ResourceFlavor, "
+    )
+    assert run.out.splitlines() == [
+        "Job default/train: NOT CHECKED (no-tas)  [<stdin> (document 1)]",
+        '  no TAS: it names no Kueue queue, and the policy\'s default Topology "default" is not in the state',
+        f"Job default/tas-sample-required: NOT CHECKED (kueue-config)  [{queued} (document 1)]",
+        "  queue tas-user-queue",
+        '  warning: not checked: LocalQueue "default/tas-user-queue" not found',
+        "checked 0: 0 admitted, 0 waits, 0 denied; 2 not checked; 0 errors",
+    ]
+    strict = tasgate("check", "-f", queued, "--state", str(path), "--fail-on", "unchecked")
+    assert strict.code == EXIT_DENIED
+
+
+def test_no_tas_says_why(tmp_path: Path) -> None:
+    objects = sample_without()
+    (flavor,) = [o for o in objects if o["kind"] == "ResourceFlavor"]
+    del flavor["spec"]["topologyName"]
+    path = write(tmp_path / "state.yaml", *objects)
+    code, out = check_json("-f", str(MANIFESTS / "job-required.yaml"), "--state", str(path))
+    assert (code, out[0]["outcome"], out[0]["reason"]) == (EXIT_OK, "not-checked", "no-tas")
+    assert out[0]["message"] == 'no TAS: ClusterQueue "tas-cluster-queue" has no flavor with a topologyName'
+    _, none = check_json("-f", "-", "--policy", "none", stdin=yaml.safe_dump(job(2, queue=None)))
+    assert none[0]["message"] == "no TAS: it names no Kueue queue, and the policy has no defaultTopology"
+
+
+def test_files_and_a_cluster_together_is_a_usage_error(tmp_path: Path) -> None:
+    run = tasgate("check", "-f", str(MANIFESTS / "tfjob.yaml"), "--state", "x.yaml", "--live")
+    assert run.code == EXIT_BAD_INPUT
+    assert "give either --state files or a cluster (--live, --kubeconfig, --context), not both" in run.err
+
+
+# --- help ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "description", "defaults"),
+    [
+        (
+            "check",
+            "judge workload manifests offline",
+            ["(default: text)", "(default: denied)", "(default: True)"],
+        ),
+        ("map", "the topology: free accelerators per domain", ["(default: text)", "(default: default)"]),
+        ("test", "run policy test suites", []),
+        ("status", "every tracked gang of a live cluster", ["(default: table)", "default: $KUBECONFIG"]),
+        ("sample-cluster", "print the embedded sample cluster", []),
+        ("serve", "run the admission webhook over HTTPS", ["(default: 8443)", "(default: allow)"]),
+        ("certs", "create a CA and a serving certificate", ["(default: 365)"]),
+    ],
+)
+def test_every_command_has_a_description_and_shows_its_defaults(
+    command: str, description: str, defaults: list[str]
+) -> None:
+    run = tasgate(command, "--help")
+    assert run.code == EXIT_OK
+    text = " ".join(run.out.split())  # argparse wraps to the terminal's width
+    assert description in text
+    for default in defaults:
+        assert default in text
+
+
+def test_status_takes_either_a_namespace_or_all() -> None:
+    run = tasgate("status", "-n", "team", "-A")
+    assert run.code == EXIT_BAD_INPUT and "not allowed with argument" in run.err
 
 
 # --- errors and exit codes -----------------------------------------------------------------------

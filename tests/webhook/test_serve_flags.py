@@ -18,7 +18,10 @@ from webhook.serve.flags import add_arguments
 from webhook.serve.keys import Election, Settings, StateSource
 from webhook.serve.tls import CertReloader
 
-ENV = ("LEADER_ELECT", "LEASE_NAME", "LEASE_NAMESPACE", "TEST_FAULT_HOOK", "CLIENT_CA_FILE", "IN_CLUSTER")
+ENV = (
+    "LEADER_ELECT", "LEASE_NAME", "LEASE_NAMESPACE", "TEST_FAULT_HOOK", "CLIENT_CA_FILE", "IN_CLUSTER",
+    "STATE", "CLUSTER", "KUBECONFIG_PATH", "LIVE",
+)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +29,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV:
         monkeypatch.delenv(f"TASGATE_{name}", raising=False)
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -132,3 +136,57 @@ def test_a_missing_client_ca_stops_start_up(
     monkeypatch.setattr(main, "create_app", lambda *_: pytest.fail("started without its client CA"))
     assert main.run(parse("--client-ca-file", str(tmp_path / "absent.crt"))) == 2
     assert f"TLS client CA file {tmp_path / 'absent.crt'} does not exist" in capsys.readouterr().err
+
+
+# --- the state flag's name, and live mode only when asked ----------------------------------------
+
+
+def test_state_is_the_flag_and_cluster_its_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse("--state", "a.yaml", "--cluster", "b.yaml").cluster == ["a.yaml", "b.yaml"]
+    monkeypatch.setenv("TASGATE_CLUSTER", "old.yaml")
+    assert parse().cluster == ["old.yaml"], "the old variable still works"
+    monkeypatch.setenv("TASGATE_STATE", "x.yaml,y.yaml")
+    assert parse().cluster == ["x.yaml", "y.yaml"], "the new one wins"
+
+
+def kubeconfig(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("apiVersion: v1\nkind: Config\ncurrent-context: c\n")
+    return path
+
+
+def test_kubeconfig_in_the_environment_never_switches_to_live_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An admin's shell has $KUBECONFIG set: `make run` (no flags) still serves the sample."""
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "kubeconfig")))
+    args = parse()
+    assert (args.kubeconfig, args.live, args.in_cluster) == (None, False, False)
+    seen = started(monkeypatch, args)
+    assert not seen["source"].live and seen["source"].label == "sample"
+
+
+def test_live_takes_the_first_kubeconfig_file_that_exists(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    there = kubeconfig(tmp_path / "there")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{there}")
+    assert parse("--live").kubeconfig == str(there)
+    given = str(kubeconfig(tmp_path / "given"))
+    assert parse("--live", "--kubeconfig", given).kubeconfig == given, "--kubeconfig wins, after --live"
+    assert parse("--kubeconfig", given, "--live").kubeconfig == given, "and before it"
+    seen = started(monkeypatch, parse("--live"))
+    assert seen["source"].live and seen["source"].kubeconfig == str(there)
+    monkeypatch.setenv("TASGATE_LIVE", "true")
+    assert parse().kubeconfig == str(there)
+
+
+def test_live_without_kubeconfig_reads_the_home_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert parse("--live").kubeconfig == str(tmp_path / ".kube" / "config")
+    assert main.run(parse("--live")) == 2
+    assert f"{tmp_path / '.kube' / 'config'}: no such file" in capsys.readouterr().err
+    kubeconfig(tmp_path / ".kube" / "config")
+    assert parse("--live").kubeconfig == str(tmp_path / ".kube" / "config")

@@ -8,13 +8,11 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-import orjson
 import yaml
 
 from scorer import EngineError
-from webhook.cli import check, render, status, suite, topomap
-from webhook.cli.sources import state_for
-from webhook.decide.patch import apply_entries
+from webhook.cli import check, options, output, status, suite, topomap
+from webhook.cli.sources import checkable, source_name, state_for
 from webhook.decide.policy import PolicyError
 from webhook.files.loader import LoadError, load_each
 from webhook.files.policy import load_policy
@@ -22,6 +20,7 @@ from webhook.files.sample import sample_objects
 from webhook.serve import certs
 from webhook.serve.flags import add_arguments as serve_arguments
 from webhook.serve.main import run as serve_run
+from webhook.state.cluster import ClusterState
 from webhook.wire.errors import BadRequest, InvalidObject
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -60,94 +59,88 @@ def _version() -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tasgate", description="Admission gate for topology-aware gang scheduling."
+        prog="tasgate",
+        description="Admission gate for topology-aware gang scheduling.",
+        formatter_class=options.HelpFormatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
-    chk = sub.add_parser("check", help="judge workload manifests offline, as the webhook would")
-    chk.add_argument(
-        "-f", "--filename", action="append", required=True, metavar="FILE",
-        help="YAML/JSON manifest(s), a directory, or - for stdin (repeatable)",
-    )  # fmt: skip
-    _state_arguments(chk)
-    chk.add_argument("-o", "--output", choices=("text", "json", "yaml", "patched"), default="text")
-    chk.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
+    _check_parser(options.command(sub, "check", "judge workload manifests offline, as the webhook would"))
+    _map_parser(
+        options.command(sub, "map", "the topology: free accelerators per domain, gang fits, waiting gangs")
+    )
+    tst = options.command(sub, "test", "run policy test suites: manifests with their expected outcomes")
+    tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
+    tst.set_defaults(handler=suite.run)
+    status.add_arguments(
+        options.command(sub, "status", "every tracked gang of a live cluster: state, reason, age")
+    )
+    dump = options.command(sub, "sample-cluster", "print the embedded sample cluster as YAML")
+    dump.set_defaults(handler=_sample)
+    serve = options.command(sub, "serve", "run the admission webhook over HTTPS")
+    serve_arguments(serve)
+    serve.set_defaults(handler=serve_run)
+    _certs_parser(options.command(sub, "certs", "create a CA and a serving certificate; print the caBundle"))
+    return parser
+
+
+def _check_parser(chk: argparse.ArgumentParser) -> None:
+    options.add_file_arguments(chk, required=True, what="the workload manifests to judge")
+    options.add_state_arguments(chk)
+    chk.add_argument("-o", "--output", choices=output.FORMATS, default="text", help="output format")
+    options.add_namespace_argument(chk)
     chk.add_argument(
         "--fail-on", default=",".join(check.DEFAULT_FAIL_ON), type=check.parse_fail_on,
+        metavar="OUTCOME,…",
         help="outcomes that make the run exit 1: denied, waits, unchecked (default: denied); "
         "unreadable input always exits 2",
     )  # fmt: skip
     chk.set_defaults(handler=_check)
-    topo = sub.add_parser("map", help="the topology: free accelerators per domain, gang fits, waiting gangs")
-    topo.add_argument(
-        "-f", "--filename", action="append", metavar="FILE",
-        help="workload manifest(s) whose must-wait verdicts are drawn as waiting gangs (repeatable)",
-    )  # fmt: skip
-    _state_arguments(topo)
-    topo.add_argument("-o", "--output", choices=("text", "html"), default="text")
-    topo.add_argument("-n", "--namespace", default="default", help="namespace for objects that name none")
-    topo.set_defaults(handler=_map)
-    tst = sub.add_parser("test", help="run policy test suites: manifests with their expected outcomes")
-    tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
-    tst.set_defaults(handler=suite.run)
-    status.add_arguments(
-        sub.add_parser("status", help="every tracked gang of a live cluster: state, reason, age")
+
+
+def _map_parser(topo: argparse.ArgumentParser) -> None:
+    options.add_file_arguments(
+        topo, required=False, what="workload manifests whose must-wait verdicts are drawn as waiting gangs"
     )
-    dump = sub.add_parser("sample-cluster", help="print the embedded sample cluster as YAML")
-    dump.set_defaults(handler=_sample)
-    serve = sub.add_parser("serve", help="run the admission webhook over HTTPS")
-    serve_arguments(serve)
-    serve.set_defaults(handler=serve_run)
-    tls = sub.add_parser("certs", help="create a CA and a serving certificate; print the caBundle")
+    options.add_state_arguments(topo)
+    topo.add_argument("-o", "--output", choices=("text", "html"), default="text", help="output format")
+    options.add_namespace_argument(topo)
+    topo.set_defaults(handler=_map)
+
+
+def _certs_parser(tls: argparse.ArgumentParser) -> None:
     tls.add_argument(
         "--dns-name", action="append", default=[], help="a DNS name (SAN) of the service (repeatable)"
     )
     tls.add_argument("--ip", action="append", default=[], help="an IP address (SAN) (repeatable)")
     tls.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
-    tls.add_argument("--days", type=int, default=365)
+    tls.add_argument("--days", type=int, default=365, help="validity of the certificates")
     tls.set_defaults(handler=_certs)
-    return parser
-
-
-def _state_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--state", "--cluster", dest="state", action="append", metavar="FILE|DIR",
-        help="cluster state from these files: what `kubectl get nodes,pods,namespaces,limitranges -A "
-        "-o yaml` and `kubectl get topologies,resourceflavors,clusterqueues,localqueues -A -o yaml` print "
-        "(--cluster is an alias); default: the embedded sample GPU cluster",
-    )  # fmt: skip
-    parser.add_argument("--kubeconfig", help="read the state from this cluster's API server instead")
-    parser.add_argument("--context", help="the kubeconfig context to use (with --kubeconfig)")
-    parser.add_argument(
-        "--policy", default="default", help="policy file, or 'default' / 'none' (default: default)"
-    )
 
 
 def _check(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
-    state = state_for(args.state, args.kubeconfig, args.context)
-    results = check.check_all(load_each(args.filename), state, policy, args.namespace)
-    if args.output == "json":
-        document = check.report(results, state.rejected)
-        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif args.output == "yaml":
-        sys.stdout.write(yaml.safe_dump(check.report(results, state.rejected), sort_keys=False))
-    elif args.output == "patched":
-        patched = [
-            apply_entries(r.obj, r.decision.patch) for r in results if r.obj is not None and r.decision
-        ]
-        sys.stdout.write(yaml.safe_dump_all(patched, sort_keys=False))
-        print(check.summary_line(results), file=sys.stderr)
-    else:
-        print(render.render(results))
+    kubeconfig = options.live_kubeconfig(args)
+    state = _state(args, kubeconfig)
+    namespace = options.namespace_of(args, kubeconfig)
+    results = check.check_all(load_each(args.filename, args.recursive), state, policy, namespace)
+    output.write(results, state.rejected, args.output)
     return check.exit_code(results, args.fail_on)
 
 
 def _map(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
-    state = state_for(args.state, args.kubeconfig, args.context)
-    source = args.kubeconfig or ", ".join(args.state or ["the sample cluster"])
-    return topomap.run(state, policy, args.filename, args.namespace, args.output, f"tasgate map · {source}")
+    kubeconfig = options.live_kubeconfig(args)
+    state = _state(args, kubeconfig)
+    namespace = options.namespace_of(args, kubeconfig)
+    title = f"tasgate map · {source_name(args.state, kubeconfig, args.context)}"
+    files = list(load_each(args.filename, args.recursive)) if args.filename else []
+    return topomap.run(state, policy, files, namespace, args.output, title)
+
+
+def _state(args: argparse.Namespace, kubeconfig: str | None) -> ClusterState:
+    state = state_for(args.state, kubeconfig, args.context)
+    return checkable(state, source_name(args.state, kubeconfig, args.context))
 
 
 def _certs(args: argparse.Namespace) -> int:

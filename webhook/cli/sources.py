@@ -1,12 +1,19 @@
-"""Where `tasgate check` and `tasgate test` take cluster state from: files, or a live cluster.
+"""Where `tasgate check`, `map`, `test` and `status` take cluster state from: files, or a live cluster.
 
 ``--kubeconfig`` lists, once, exactly what live mode watches (``live.watch.kinds``), so the
-offline verdict and the webhook's are made on the same kinds of objects.
+offline verdict and the webhook's are made on the same kinds of objects. Which kubeconfig files
+and context are read is ``files.kubeconfig``'s (kubectl's rules).
+
+A state that can place nothing is said so before any verdict: one with no nodes is an error (every
+workload would read "never fits", which is the dump's fault, not theirs); one with no Kueue objects
+at all gets a warning once, and each workload that names a queue reads "not checked" with the
+missing object named.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,24 +21,56 @@ import orjson
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from webhook.files.kubeconfig import locate
 from webhook.files.loader import LoadError
 from webhook.files.sources import cluster_state, warn_rejected
 from webhook.live.api import checked
 from webhook.live.watch import Kind, kinds
 from webhook.state.cluster import ClusterState, build_state
 
+KUEUE_DUMP = "kubectl get topologies,resourceflavors,clusterqueues,localqueues,workloads -A -o yaml"
+NODE_DUMP = "kubectl get nodes,pods,namespaces,limitranges -A -o yaml"
+
 
 def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str | None) -> ClusterState:
+    """The state of the dumps ``refs``, of the cluster of ``kubeconfig`` (a path or a list, with
+    ``context``), else of the embedded sample cluster."""
     if kubeconfig:
         if refs:
-            raise LoadError("give either --state files or --kubeconfig, not both")
+            raise LoadError(
+                "give either --state files or a cluster (--live, --kubeconfig, --context), not both"
+            )
         objects, unserved = asyncio.run(_list_cluster(kubeconfig, context))
         state = build_state(objects, 1, unserved=unserved)
         warn_rejected(state.rejected)
         return state
-    if context:
-        raise LoadError("--context needs --kubeconfig")
     return cluster_state(refs)
+
+
+def source_name(refs: Sequence[str] | None, kubeconfig: str | None, context: str | None) -> str:
+    """Where the state came from, in the words of the flags that said so."""
+    if kubeconfig:
+        return f"kubeconfig {kubeconfig}" + (f" (context {context})" if context else "")
+    return ", ".join(refs) if refs else "the sample cluster"
+
+
+def checkable(state: ClusterState, source: str) -> ClusterState:
+    """``state`` when workloads can be judged on it; no nodes is an error, no Kueue object a warning."""
+    if not state.nodes:
+        left_out = sum(r.kind == "Node" for r in state.rejected)
+        usable = f" usable ({left_out} left out)" if left_out else ""
+        raise LoadError(
+            f"{source}: the cluster state has no{usable} nodes, so nothing can be placed; "
+            f"give them too (`{NODE_DUMP}`)"
+        )
+    if not (state.topologies or state.flavors or state.cluster_queues or state.local_queues):
+        print(
+            f"tasgate: warning: {source}: the cluster state has no Topology, ResourceFlavor, "
+            f"ClusterQueue or LocalQueue, so a workload that names a queue is not checked; "
+            f"give them too (`{KUEUE_DUMP}`)",
+            file=sys.stderr,
+        )
+    return state
 
 
 async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapping[str, Any]], list[str]]:
@@ -44,13 +83,14 @@ async def list_kinds(
     kubeconfig: str, context: str | None, wanted: Sequence[Kind]
 ) -> tuple[dict[str, list[Mapping[str, Any]]], list[str]]:
     """One list of each kind (objects by kind name), and the optional kinds not served."""
+    files = locate(kubeconfig)
     configuration = client.Configuration()
     try:
         await config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
+            config_file=files.config_file, context=files.use(context), client_configuration=configuration
         )
     except (OSError, config.ConfigException) as exc:
-        raise LoadError(f"--kubeconfig {kubeconfig}: {exc}") from None
+        raise LoadError(f"kubeconfig {kubeconfig}: {exc}") from None
     found: dict[str, list[Mapping[str, Any]]] = {}
     unserved: list[str] = []
     async with client.ApiClient(configuration) as api:

@@ -7,6 +7,10 @@ that a gang once fitted before its nodes were lost, a prediction at the moment o
 cannot: such a gang shows as ``never_fits`` with reason ``NeverFits`` rather than ``CapacityLost``.
 The objects left out of the cluster state as unusable (`state.rejected`) follow the gangs: a
 gang whose queue, flavor or topology is one of them is not judged.
+
+The kubeconfig is kubectl's (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``). Every
+namespace is shown unless ``-n`` narrows it: unlike ``kubectl get``, whose default is the context's
+namespace, status is the cluster's picture a platform team reads; ``-A`` is accepted and says so.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from typing import Any
 
 import orjson
 
+from webhook.cli.options import add_kubeconfig_arguments, add_policy_argument
 from webhook.cli.sources import list_kinds, state_for
+from webhook.files.kubeconfig import default_kubeconfig
 from webhook.files.policy import load_policy
 from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
@@ -33,20 +39,25 @@ REJECTED_COLUMNS = ("KIND", "NAMESPACE/NAME", "REASON")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", required=True, help="the cluster to read")
-    parser.add_argument("--context", help="the kubeconfig context to use")
-    parser.add_argument("-n", "--namespace", help="only this namespace (default: all)")
-    parser.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table")
+    add_kubeconfig_arguments(parser)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", help="only the gangs of this namespace")
+    where.add_argument(
+        "-A", "--all-namespaces", dest="namespace", action="store_const", const=None,
+        help="the gangs of every namespace (tasgate's default: status is the whole cluster's picture)",
+    )  # fmt: skip
     parser.add_argument(
-        "--policy", default="default", help="policy file, or 'default' / 'none' (its partialStartAfter)"
+        "-o", "--output", choices=("table", "wide", "json"), default="table", help="output format"
     )
+    add_policy_argument(parser, "policy file, or 'default' / 'none' (its partialStartAfter)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
-    state = state_for(None, args.kubeconfig, args.context)
-    objects = asyncio.run(_list_tracked(args.kubeconfig, args.context))
+    kubeconfig = args.kubeconfig or default_kubeconfig()  # status always reads a live cluster
+    state = state_for(None, kubeconfig, args.context)
+    objects = asyncio.run(_list_tracked(kubeconfig, args.context))
     ledger = Ledger()
     for kind, items in objects.items():
         ledger.replace(kind, items)

@@ -1,62 +1,101 @@
 """`tasgate test`: policy test suites, as ``kyverno test`` runs them for Kyverno policies.
 
 A suite is a YAML document ``apiVersion: tasgate.io/v1alpha1, kind: Test`` with an optional
-``state`` (files, relative to the suite; default the embedded sample cluster), a ``policy``
-(``default``, ``none`` or a file) and ``cases``: each a ``manifest`` file and what to
+``state`` (a file or a list of them, relative to the suite; default the embedded sample cluster),
+a ``policy`` (``default``, ``none`` or a file) and ``cases``: each a ``manifest`` file and what to
 ``expect`` of it: ``outcome`` (admitted, waits, denied, not-checked), and optionally ``reason``,
 ``messageContains``, ``warningContains`` and ``injects`` (annotation/label keys the patch adds).
-Every case prints one line; the run ends with ``N passed, M failed`` and exits 1 on a failure.
+Every case prints one line. A suite that cannot be run (a bad shape, an unreadable state or
+policy: ``suite_doc``) prints one ``ERROR`` line and the other suites still run. The run ends with
+``N passed, M failed`` (and how many suites could not run) and exits 1 on a failure, 2 when a
+suite could not run (unreadable input, as in `tasgate check`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from webhook.cli.check import Result, check_all
+from webhook.cli.sources import checkable
+from webhook.cli.suite_doc import Case, Suite, SuiteError, is_suite, read_suite
 from webhook.decide.patch import added_keys
-from webhook.files.loader import LoadError, load, load_each
+from webhook.decide.policy import Policy, PolicyError
+from webhook.files.loader import Document, LoadError, load_each
 from webhook.files.policy import load_policy
 from webhook.files.sources import cluster_state
+from webhook.state.cluster import ClusterState
+from webhook.wire.errors import BadRequest, InvalidObject
 
-API_VERSION = "tasgate.io/v1alpha1"
 EXPECT_KEYS = frozenset({"outcome", "reason", "messageContains", "warningContains", "injects"})
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+# What makes one suite unrunnable, not the whole run.
+SUITE_ERRORS = (SuiteError, LoadError, PolicyError, InvalidObject, BadRequest)
+
+
+@dataclass
+class Tally:
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+
+    def line(self) -> str:
+        unrun = f", {self.errors} suite(s) could not run" if self.errors else ""
+        return f"{self.passed} passed, {self.failed} failed{unrun}"
+
+    def code(self) -> int:
+        return EXIT_ERROR if self.errors else EXIT_FAILED if self.failed else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
-    passed = failed = 0
-    for suite_path, suite in _suites(args.paths):
-        for line, ok in _run_suite(suite_path, suite):
-            print(line)
-            passed, failed = passed + ok, failed + (not ok)
-    if passed + failed == 0:
+    tally = Tally()
+    for source, found in _suites(args.paths):
+        try:
+            suite, state, policy = _prepare(source, found)
+        except SUITE_ERRORS as exc:
+            # An unreadable file's message names it already.
+            print(f"ERROR {exc}" if isinstance(found, str) else f"ERROR {source}: {exc}")
+            tally.errors += 1
+            continue
+        for case in suite.cases:
+            problems = _run_case(case, state, policy)
+            print(f"PASS {case.label}" if not problems else f"FAIL {case.label}: {'; '.join(problems)}")
+            tally.passed, tally.failed = tally.passed + (not problems), tally.failed + bool(problems)
+    if not (tally.passed or tally.failed or tally.errors):
         raise LoadError(
             "no test cases found (a suite is a document with apiVersion tasgate.io/v1alpha1, kind Test)"
         )
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(tally.line())
+    return tally.code()
 
 
-def _suites(paths: list[str]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    for doc in load(paths):
-        if doc.obj.get("apiVersion") == API_VERSION and doc.obj.get("kind") == "Test":
-            yield Path(doc.source.split(" (document", 1)[0]), doc.obj
+def _suites(paths: list[str]) -> Iterator[tuple[str, Document | str]]:
+    """(where, suite document) per suite found, or (where, why) per input that cannot be read."""
+    for item in load_each(paths):
+        if not isinstance(item, Document):
+            yield item.source, item.message
+        elif is_suite(item.obj):
+            yield item.source, item
 
 
-def _run_suite(path: Path, suite: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
-    name = str((suite.get("metadata") or {}).get("name") or path.name)
-    base = path.parent
-    state_files = [str(base / f) for f in suite.get("state") or []]
-    state = cluster_state(state_files or None)
-    policy_ref = str(suite.get("policy") or "default")
-    policy = load_policy(policy_ref if policy_ref in ("default", "none") else str(base / policy_ref))
-    for i, case in enumerate(suite.get("cases") or []):
-        label = f"{name} / {case.get('name') or i}"
-        results = check_all(load_each([str(base / str(case.get("manifest", "")))]), state, policy, "default")
-        problems = _problems(results, case.get("expect") or {})
-        yield (f"PASS {label}" if not problems else f"FAIL {label}: {'; '.join(problems)}"), not problems
+def _prepare(source: str, found: Document | str) -> tuple[Suite, ClusterState, Policy]:
+    if isinstance(found, str):
+        raise LoadError(found)
+    suite = read_suite(Path(source.split(" (document", 1)[0]), found.obj)
+    policy = load_policy(suite.policy)
+    try:
+        state = cluster_state(suite.state or None)
+    except LoadError as exc:
+        raise LoadError(f"state: {exc}") from None
+    where = f"state {', '.join(suite.state)}" if suite.state else "the sample cluster"
+    return suite, checkable(state, where), policy
+
+
+def _run_case(case: Case, state: ClusterState, policy: Policy) -> list[str]:
+    return _problems(check_all(load_each([case.manifest]), state, policy, "default"), case.expect)
 
 
 def _problems(results: list[Result], expect: Mapping[str, Any]) -> list[str]:
@@ -78,7 +117,5 @@ def _problems(results: list[Result], expect: Mapping[str, Any]) -> list[str]:
     if "warningContains" in expect and not any(str(expect["warningContains"]) in w for w in d.warnings):
         out.append(f"no warning contains {expect['warningContains']!r}")
     added = {k for op in d.patch for k in added_keys(op)}
-    for key in expect.get("injects") or []:
-        if key not in added:
-            out.append(f"the patch adds no {key}")
+    out += [f"the patch adds no {key}" for key in expect.get("injects") or [] if key not in added]
     return out

@@ -14,7 +14,7 @@ from webhook.cli import check
 from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import Policy
 from webhook.decide.waiting import WaitingGang, waiting_gang
-from webhook.files.loader import load_each
+from webhook.files.loader import Document, LoadFailure
 from webhook.present.html import render_html
 from webhook.present.text import render_text
 from webhook.state.cluster import ClusterState
@@ -23,9 +23,14 @@ EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def run(
-    state: ClusterState, policy: Policy, files: Sequence[str] | None, namespace: str, output: str, title: str
+    state: ClusterState,
+    policy: Policy,
+    inputs: Sequence[Document | LoadFailure],
+    namespace: str,
+    output: str,
+    title: str,
 ) -> int:
-    results = check.check_all(load_each(list(files)), state, policy, namespace) if files else []
+    results = check.check_all(inputs, state, policy, namespace)
     for failed in (r for r in results if r.outcome == "error"):
         print(f"tasgate: error: {failed.source}: {failed.error}", file=sys.stderr)
     waiting = _waiting(results, policy)

@@ -88,7 +88,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         warning = f"not checked: {resolution.problem}"
         return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
     if not resolution.targets:
-        return _with(base, Reason.NO_TAS)
+        return _no_tas(base, _no_target(resolution, policy))
     try:
         return _judge(review, base, view, resolution, state, policy)
     except InvalidObject as exc:  # a template field the scorer reads (nodeSelector, tolerations …)
@@ -108,7 +108,7 @@ def _judge(
     # PodSet without TAS annotations goes to a non-TAS flavor, and nothing is injected into it.
     judged = [resolution.tas_only or p.explicit_tas for p in view.pod_sets]
     if not any(judged):
-        return _with(base, Reason.NO_TAS)
+        return _no_tas(base, f'no PodSet asks for TAS in mixed ClusterQueue "{resolution.cluster_queue}"')
     targets = with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
     errors = validate_workload(view, targets[0].topology.levels, state.level_has_nodes)
     if errors:
@@ -282,6 +282,22 @@ def _not_checked(base: Decision, state: ClusterState, queue: str | None, rejecte
     warning = f"not checked: {messages.left_out(rejected)}"
     decision = _with(base, Reason.OBJECT_REJECTED, (warning,))
     return replace(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
+
+
+def _no_target(resolution: Resolution, policy: Policy) -> str:
+    default = policy.default_topology
+    if resolution.cluster_queue:
+        return f'ClusterQueue "{resolution.cluster_queue}" has no flavor with a topologyName'
+    if default is None:
+        return "it names no Kueue queue, and the policy has no defaultTopology"
+    return f'it names no Kueue queue, and the policy\'s default Topology "{default.name}" is not in the state'
+
+
+def _no_tas(base: Decision, why: str) -> Decision:
+    """Not placed by TAS, saying why in the message: the CLI shows it (a state missing the Topology
+    reads "not checked" with the cause); an allowed admission carries no message, so the webhook
+    stays as quiet as before for every Job that is not TAS's."""
+    return replace(_with(base, Reason.NO_TAS), message=f"no TAS: {why}")
 
 
 def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:

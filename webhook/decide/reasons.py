@@ -47,7 +47,10 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.SKIPPED_OPERATION: "allowed: DELETE, CONNECT or a subresource",
         Reason.EXEMPT: "allowed: the namespace is exempt by policy",
         Reason.OWNED: "allowed: a child of a workload kind tasgate judges (judged with its parent)",
-        Reason.NO_TAS: "allowed: no TAS flavor and no policy default topology applies",
+        Reason.NO_TAS: (
+            "allowed: no TAS flavor and no policy default topology applies (the message says which "
+            "is missing: `check` reads it as not checked)"
+        ),
         Reason.KUEUE_CONFIG: "allowed with a warning: the queue's Kueue objects are missing or broken",
         Reason.OBJECT_REJECTED: (
             "per --on-timeout: an object its verdict depends on (queue, flavor, topology, namespace, "

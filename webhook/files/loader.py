@@ -45,11 +45,12 @@ def load(refs: list[str]) -> list[Document]:
     return docs
 
 
-def load_each(refs: list[str]) -> Iterator[Document | LoadFailure]:
-    """Every document, with each unreadable file or document reported in its place."""
+def load_each(refs: list[str], recursive: bool = True) -> Iterator[Document | LoadFailure]:
+    """Every document, with each unreadable file or document reported in its place;
+    ``recursive`` False reads only a directory's own files (kubectl without ``-R``)."""
     for ref in refs:
         try:
-            texts = list(_text_refs(ref))
+            texts = list(_text_refs(ref, recursive))
         except LoadError as exc:
             yield LoadFailure(ref, str(exc))
             continue
@@ -65,16 +66,18 @@ def _texts(ref: str) -> Iterator[tuple[str, str]]:
         yield name, read()
 
 
-def _text_refs(ref: str) -> Iterator[tuple[str, Callable[[], str]]]:
+def _text_refs(ref: str, recursive: bool = True) -> Iterator[tuple[str, Callable[[], str]]]:
     """(name, reader) per input file: a directory's files in order, or stdin."""
     if ref == "-":
         yield "<stdin>", lambda: sys.stdin.read(MAX_BYTES)
         return
     path = Path(ref)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+        found = path.rglob("*") if recursive else path.glob("*")
+        files = sorted(p for p in found if p.is_file() and p.suffix in SUFFIXES)
         if not files:
-            raise LoadError(f"{ref}: no .yaml, .yml or .json files in this directory")
+            deeper = "" if recursive else " (--no-recursive: its subdirectories are not read)"
+            raise LoadError(f"{ref}: no .yaml, .yml or .json files in this directory{deeper}")
     elif path.is_file():
         files = [path]
     else:

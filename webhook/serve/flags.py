@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
+from webhook.files.kubeconfig import default_kubeconfig, first_existing
 from webhook.live.leader import Campaign
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -31,16 +33,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "CA in this PEM file (reloaded when it changes); default: any caller [TASGATE_CLIENT_CA_FILE]",
     )
     parser.add_argument(
+        "--state",
         "--cluster",
+        dest="cluster",
         action="append",
-        default=_list(env("CLUSTER")),
-        help="static cluster dump (file or dir, repeatable); default: the sample cluster "
-        "[TASGATE_CLUSTER, comma-separated]",
+        metavar="FILE|DIR",
+        default=_list(env("STATE") or env("CLUSTER")),
+        help="static cluster state, as `tasgate check --state` reads it (file or dir, repeatable; "
+        "--cluster is an alias); default: the sample cluster [TASGATE_STATE or TASGATE_CLUSTER, "
+        "comma-separated]",
     )
     parser.add_argument(
         "--kubeconfig",
-        default=env("KUBECONFIG_PATH"),
-        help="live mode: watch this cluster's API server [TASGATE_KUBECONFIG_PATH]",
+        metavar="PATH",
+        default=env("KUBECONFIG_PATH") or (_live_kubeconfig() if switch("LIVE", False) else None),
+        help="live mode: watch the API server of this kubeconfig [TASGATE_KUBECONFIG_PATH]",
+    )
+    parser.add_argument(
+        "--live",
+        action=_Live,
+        help="live mode on the kubeconfig kubectl reads: the first file of $KUBECONFIG that exists, "
+        "else ~/.kube/config; $KUBECONFIG alone never leaves the sample [TASGATE_LIVE]",
     )
     parser.add_argument(
         "--in-cluster",
@@ -62,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(env("STALE_AFTER", "-1") or -1),
         help="seconds until the cluster state counts as stale; 0 = never; "
-        "default 120 live, never static [TASGATE_STALE_AFTER]",
+        "default: 120 live, never static [TASGATE_STALE_AFTER]",
     )
     parser.add_argument(
         "--allow-reference-scorer",
@@ -139,6 +152,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("DEV_CERT_DIR"),
         help="where development certificates are written when none are given [TASGATE_DEV_CERT_DIR]",
     )
+
+
+class _Live(argparse.Action):
+    """``--live``: live mode on kubectl's kubeconfig, unless ``--kubeconfig`` names one (before or
+    after it). Only when asked: with ``$KUBECONFIG`` merely set, as on any admin's shell, `make run`
+    still serves the sample. A file that is not there is start-up's "no such file"."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, True)
+        if not namespace.kubeconfig:  # a --kubeconfig given later overwrites it
+            namespace.kubeconfig = _live_kubeconfig()
+
+
+def _live_kubeconfig() -> str:
+    """One file: the server's start-up takes one (the CLI merges a list as kubectl does)."""
+    return first_existing(default_kubeconfig())
 
 
 def _switch(parser: argparse.ArgumentParser, variable: str, raw: str | None, default: bool) -> bool:
