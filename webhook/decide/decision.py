@@ -26,7 +26,7 @@ from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
-from webhook.rules import validate_workload
+from webhook.rules import key_warnings, opt_out_near_miss, validate_workload
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
 from webhook.wire.errors import FieldError, InvalidObject
@@ -63,6 +63,8 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         return base
     if exempt:
         return _with(base, Reason.EXEMPT)
+    # Unknown, misspelt or misplaced Kueue/tasgate keys: said on every verdict from here on.
+    base = replace(base, warnings=key_warnings(obj, wl))
     labels = meta.get("labels") or {}
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         return _deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
@@ -123,7 +125,9 @@ def _judge(
     per_pod = max((sum(ps.requests.get(r, 0) for r in policy.gpu_resources) for ps in wl.pod_sets), default=0)
     rule = policy.rule_for(Subject(base.namespace, ns_labels, base.queue, wl.total_pods, gpus, per_pod))
     # A TrainJob's templates live in its runtime: not ours to patch. A workload may opt out.
-    mutable = wl.runtime is None and not opted_out(review.obj)
+    # A misspelt opt-out may have meant one: nothing is added then either.
+    opted = opted_out(review.obj) or opt_out_near_miss(review.obj, wl.pod_sets)
+    mutable = wl.runtime is None and not opted
     wanted = rule.inject if rule and mutable and resolution.tas_only else None
     if wanted is not None and kueue_offsets(view):
         wanted = replace(wanted, group_leader_workers=False)
@@ -153,7 +157,7 @@ def _verdict(
     state_unserved: frozenset[str] = frozenset(),
 ) -> Decision:
     target = scored.target
-    warnings = [(p) for p in scored.plan.problems]
+    warnings = [*base.warnings, *scored.plan.problems]
     denials = []
     for v, p in zip(scored.verdicts, view.pod_sets, strict=True):
         never, now = v.never, v.now
@@ -301,6 +305,7 @@ def _no_tas(base: Decision, why: str) -> Decision:
 
 
 def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
+    warnings = (*base.warnings, *warnings)
     return replace(base, reason=reason, warnings=warnings, audit=_verdict_audit(True, reason))
 
 
