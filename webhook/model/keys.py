@@ -72,15 +72,7 @@ PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 
 # The keys of a TAS request (what makes Kueue's IsExplicitlyRequestingTAS true) and the group name:
 # a near-miss of one of these means the user asked for a placement, so nothing is injected for them.
-TOPOLOGY_KEYS: Final = (
-    ann.PODSET_REQUIRED_TOPOLOGY,
-    ann.PODSET_PREFERRED_TOPOLOGY,
-    ann.PODSET_UNCONSTRAINED_TOPOLOGY,
-    ann.PODSET_SLICE_REQUIRED_TOPOLOGY,
-    ann.PODSET_SLICE_SIZE,
-    ann.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
-    ann.PODSET_GROUP_NAME,
-)
+TOPOLOGY_KEYS: Final = (*ann.EXPLICIT_TAS_ANNOTATIONS, ann.PODSET_GROUP_NAME)
 
 KUEUE_USER_KEYS: Final = frozenset(
     {

@@ -37,14 +37,6 @@ TRAINJOB_HINT = (
 
 READ_ANNOTATIONS = (*ann.TAS_ANNOTATIONS, *ann.VOLCANO_GROUP_ANNOTATIONS)
 READ_LABELS = (*ann.COSCHEDULING_LABELS, ann.LIGHTWEIGHT_MIN_AVAILABLE_LABEL)
-EXPLICIT_TAS_ANNOTATIONS = (
-    ann.PODSET_REQUIRED_TOPOLOGY,
-    ann.PODSET_PREFERRED_TOPOLOGY,
-    ann.PODSET_UNCONSTRAINED_TOPOLOGY,
-    ann.PODSET_SLICE_REQUIRED_TOPOLOGY,
-    ann.PODSET_SLICE_SIZE,
-    ann.PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
-)
 
 
 @dataclass(frozen=True)
@@ -80,7 +72,7 @@ class PodSetView:
     def explicit_tas(self) -> bool:
         """Kueue's ``IsExplicitlyRequestingTAS``: any TAS request annotation is present (even a
         false unconstrained one); the group name and pod-index offset alone do not count."""
-        return any(name in self.annotations for name in EXPLICIT_TAS_ANNOTATIONS)
+        return any(name in self.annotations for name in ann.EXPLICIT_TAS_ANNOTATIONS)
 
     def annotation_path(self, name: str) -> str:
         return key(self.annotations_path, name)
