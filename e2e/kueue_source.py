@@ -107,15 +107,22 @@ def module_source_dir() -> Path:
 
     Offline once build-binaries.sh (or any ``go mod download``) has fetched the module.
     """
-    version = pinned_kueue_version()
-    argv = [go_command(), "mod", "download", "-json", f"{KUEUE_MODULE}@{version}"]
+    return downloaded_module(KUEUE_MODULE, pinned_kueue_version(), KUEUE_TOOLS_DIR, KueueError)
+
+
+def downloaded_module(
+    module: str, version: str, cwd: Path, error: type[ControlPlaneError] = ControlPlaneError
+) -> Path:
+    """``module@version``'s directory in the Go module cache, from ``go mod download -json`` run in
+    the wrapper module ``cwd`` (its go.sum vouches for it); ``error`` when it cannot be had."""
+    argv = [go_command(), "mod", "download", "-json", f"{module}@{version}"]
     env = dict(os.environ, GOTOOLCHAIN="local")
     try:
         result = subprocess.run(
-            argv, cwd=KUEUE_TOOLS_DIR, capture_output=True, text=True, env=env, timeout=600, check=False
+            argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=600, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KueueError(f"{' '.join(argv)} failed: {exc}") from exc
+        raise error(f"{' '.join(argv)} failed: {exc}") from exc
     try:
         info = json.loads(result.stdout)
     except json.JSONDecodeError:
@@ -123,7 +130,7 @@ def module_source_dir() -> Path:
     directory = info.get("Dir")
     if result.returncode != 0 or info.get("Error") or not directory:
         detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
-        raise KueueError(f"{' '.join(argv)} (in {KUEUE_TOOLS_DIR}) exited {result.returncode}: {detail}")
+        raise error(f"{' '.join(argv)} (in {cwd}) exited {result.returncode}: {detail}")
     return Path(directory)
 
 

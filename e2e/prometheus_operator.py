@@ -9,13 +9,10 @@ Nothing is built: the Operator is never run. ``go mod download`` fetches the mod
 from __future__ import annotations
 
 import functools
-import json
-import os
-import subprocess
 from pathlib import Path
 
 from e2e.controlplane import TOOLS_DIR, ControlPlaneError, required_version
-from e2e.kueue import go_command
+from e2e.kueue_source import downloaded_module
 
 MODULE = "github.com/prometheus-operator/prometheus-operator"
 PIN_DIR = TOOLS_DIR / "prometheus-operator"
@@ -30,23 +27,7 @@ def pinned_version() -> str:
 @functools.cache
 def module_dir() -> Path:
     """The pinned module's directory in the module cache, as ``go mod download -json`` reports it."""
-    argv = [go_command(), "mod", "download", "-json", f"{MODULE}@{pinned_version()}"]
-    env = dict(os.environ, GOTOOLCHAIN="local")
-    try:
-        done = subprocess.run(
-            argv, cwd=PIN_DIR, capture_output=True, text=True, env=env, timeout=600, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ControlPlaneError(f"{' '.join(argv)} failed: {exc}") from exc
-    try:
-        info = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    directory = info.get("Dir")
-    if done.returncode != 0 or info.get("Error") or not directory:
-        detail = info.get("Error") or done.stderr.strip() or done.stdout.strip()
-        raise ControlPlaneError(f"{' '.join(argv)} (in {PIN_DIR}) exited {done.returncode}: {detail}")
-    return Path(directory)
+    return downloaded_module(MODULE, pinned_version(), PIN_DIR)
 
 
 def crd_files() -> list[Path]:
