@@ -206,9 +206,9 @@ def gang_namespace(world: World, name: str) -> str:
 def create_gangs(world: World, namespace: str, prefix: str, count: int, pods: int = 2) -> list[str]:
     """``count`` real gang Jobs through the API server (so through tasgate), each with the Workload
     Kueue would write for it; the uids of those admitted."""
-    # A Job sent before tasgate has seen its namespace's new LocalQueue is admitted unmutated by
-    # /mutate ("kueue-config") and then denied by /validate on the newer state ("mutation-missing"):
-    # a race of this setup (and of one `kubectl apply` of a queue with its Job), not of the fault.
+    # A Job sent before tasgate has seen its namespace's new LocalQueue is admitted as written
+    # (no gang label, so no PodGroup), and the rows count PodGroups per admitted Job: wait until
+    # tasgate judges a Job on the new queue.
     queued = Probe("queue-seen", job(f"{prefix}-probe", namespace, pods=pods), True)
     wait_until(
         f"tasgate to judge a Job on {namespace}'s LocalQueue",

@@ -35,12 +35,12 @@ REVIEW_START, REVIEW_END = "<!-- sample:review -->\n```json\n", "```\n<!-- sampl
 
 
 async def test_readme_review_sample_is_what_the_server_answers(aiohttp_client: Any) -> None:
-    """What `make run` answers the README's curl: the same app, the same sample cluster."""
+    """What `make run` answers the curl in docs/serving.md: the same app, the same sample cluster."""
     app = create_app(Settings(policy=load_policy("default")), [].append, StateSource(sample_objects()))
     client = await aiohttp_client(app)
     body = (REPO / "examples" / "admission-review.json").read_bytes()
     resp = await client.post("/mutate?timeout=10s", data=body, headers={"Content-Type": "application/json"})
     answer = await resp.json()
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "serving.md").read_text()
     documented = text[text.index(REVIEW_START) + len(REVIEW_START) : text.index(REVIEW_END)]
     assert json.loads(documented) == answer, json.dumps(answer, indent=1)

@@ -1,7 +1,7 @@
 """Why a review ended as it did: one closed set of reason codes, each with its meaning.
 
 The codes are what the audit log, the API server's audit annotations, metrics and
-``tasgate check -o json`` carry; the README's table is generated from ``MEANING`` (a test keeps
+``tasgate check -o json`` carry; the table in docs/reasons.md is generated from ``MEANING`` (a test keeps
 the two in step).
 """
 
@@ -66,6 +66,6 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
 
 
 def reason_table() -> str:
-    """The README's table of reason codes, from ``MEANING``."""
+    """The table of reason codes in docs/reasons.md, from ``MEANING``."""
     rows = [f"| `{reason.value}` | {MEANING[reason]} |" for reason in Reason]
     return "\n".join(["| reason | meaning |", "|---|---|", *rows])

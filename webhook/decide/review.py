@@ -4,19 +4,20 @@ CREATE is decided; UPDATE too, where the decision skips a workload that is not s
 (admitted or running: Kueue's own start/stop writes) and one whose placement-relevant fields
 (counts, requests, TAS annotations, gang labels, queue) did not change; DELETE, CONNECT and
 subresources pass untouched. The validating endpoint judges the final object and also refuses
-one whose mutation went missing.
+one whose mutation went missing, unless the mutation was decided on an earlier state that asked
+for none (the cluster changed between the two calls): then the object is judged as written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.decide.decision import decide
 from webhook.decide.messages import clip, left_out
 from webhook.decide.patch import added_keys
-from webhook.decide.policy import Policy
+from webhook.decide.policy import NONE_POLICY, Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, Review
 from webhook.state.cluster import ClusterState
@@ -39,7 +40,14 @@ class Outcome:
     undecided: str = ""
 
 
-def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: bool) -> Outcome:
+def judge(
+    req: AdmissionRequest,
+    state: ClusterState,
+    policy: Policy,
+    mutating: bool,
+    earlier: Sequence[ClusterState] = (),
+) -> Outcome:
+    """``earlier``: the states /mutate may have judged this request on (``StateHolder.earlier``)."""
     if req.operation not in ("CREATE", "UPDATE") or req.sub_resource or req.obj is None:
         return Outcome(True, Reason.SKIPPED_OPERATION)
     old = req.old_obj if req.operation == "UPDATE" else None
@@ -53,13 +61,37 @@ def judge(req: AdmissionRequest, state: ClusterState, policy: Policy, mutating: 
         why = left_out(decision.rejected)
         return Outcome(True, decision.reason, "", None, warnings, (), audit, decision, undecided=why)
     if not decision.allowed:
-        code = 422 if decision.reason is Reason.INVALID else 403
-        return Outcome(False, decision.reason, decision.message, code, warnings, (), audit, decision)
+        return _refusal(decision, warnings)
     if mutating:
         return Outcome(True, decision.reason, "", None, warnings, decision.patch, audit, decision)
     if decision.patch:
+        if any(not decide(review, older, policy).patch for older in earlier):
+            return _as_written(review, state, decision)
         return _mutation_missing(decision, warnings)
     return Outcome(True, decision.reason, "", None, warnings, (), audit, decision)
+
+
+def _as_written(review: Review, state: ClusterState, wanted: Decision) -> Outcome:
+    """The mutation was decided on a state that asked for none (a LocalQueue, a Topology or a
+    Namespace label arrived between /mutate and /validate): Kueue runs the object as it is, so
+    it is judged as written, and told what the policy would add now."""
+    decision = decide(review, state, NONE_POLICY)
+    keys = sorted({key for op in wanted.patch for key in added_keys(op)})
+    note = (
+        f"tasgate's policy now asks for {', '.join(keys)}; not added, because the cluster changed "
+        "while this request was being admitted (judged as written)"
+    )
+    warnings = tuple(clip(w) for w in (*decision.warnings, note))
+    if not decision.allowed:
+        return _refusal(decision, warnings)
+    return Outcome(True, decision.reason, "", None, warnings, (), dict(decision.audit), decision)
+
+
+def _refusal(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
+    code = 422 if decision.reason is Reason.INVALID else 403
+    return Outcome(
+        False, decision.reason, decision.message, code, warnings, (), dict(decision.audit), decision
+    )
 
 
 def _mutation_missing(decision: Decision, warnings: tuple[str, ...]) -> Outcome:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from webhook.state.cluster import ClusterState
+from webhook.state.cluster import ClusterState, same_structure
+
+# How long a state replaced by a change of structure (nodes, Kueue objects, namespaces) is kept
+# for /validate: the API server calls /mutate and /validate of one request within its webhook
+# timeouts (at most 30 s each), so the mutation may have been decided on a state that old.
+EARLIER_SECONDS = 60.0
+EARLIER_KEPT = 4  # a burst of rebuilds keeps the newest few, not an unbounded history
 
 
 @dataclass
@@ -18,10 +25,21 @@ class StateHolder:
     # Live mode: when the published state last matched the cluster, asked at each read
     # (``Mirror.confirmed_at``); None for a static state, whose freshness is its publish.
     confirmed: Callable[[], float | None] | None = None
+    # States replaced by a change of structure, newest last, with when they were replaced.
+    _earlier: deque[tuple[float, ClusterState]] = field(default_factory=lambda: deque(maxlen=EARLIER_KEPT))
 
     def publish(self, state: ClusterState) -> None:
-        self.current, self.loaded_at = state, time.monotonic()
+        now = time.monotonic()
+        if self.current is not None and not same_structure(self.current, state):
+            self._earlier.append((now, self.current))
+        self.current, self.loaded_at = state, now
         self.fresh_at = self.loaded_at
+
+    def earlier(self) -> tuple[ClusterState, ...]:
+        """The states a mutation of a request still being admitted may have been decided on,
+        newest first (see ``decide.review.judge``)."""
+        since = time.monotonic() - EARLIER_SECONDS
+        return tuple(state for at, state in reversed(self._earlier) if at >= since)
 
     def age(self) -> float | None:
         at = self.fresh_at if self.confirmed is None else self.confirmed()

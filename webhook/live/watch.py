@@ -11,7 +11,7 @@ something placement-relevant changed it builds a new immutable `ClusterState` an
 it by swapping one reference in the `StateHolder`; admission requests never wait for a
 rebuild. When the API server is unreachable the last state keeps serving until it is older
 than the staleness bound; readiness then turns false and reviews are answered per
-`--on-timeout` (see the README).
+`--on-timeout` (see docs/live.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The admission log: one JSON line per decision, the record auditors and log pipelines read.
 
-The schema is documented in the README ("Audit log"); keep the two in step.
+The schema is documented in docs/serving.md ("Audit log"); keep the two in step.
 """
 
 from __future__ import annotations

@@ -185,7 +185,9 @@ async def _decide(
         return unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
     loop = asyncio.get_running_loop()
     executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
-    call = loop.run_in_executor(executor, judge, req, state, app[POLICY].current, endpoint == "mutate")
+    mutating, policy = endpoint == "mutate", app[POLICY].current
+    earlier = () if mutating else holder.earlier()
+    call = loop.run_in_executor(executor, judge, req, state, policy, mutating, earlier)
     try:
         outcome = await asyncio.wait_for(call, budget)
     except TimeoutError:

@@ -198,6 +198,25 @@ class ClusterState:
         return index
 
 
+STRUCTURE = (
+    "nodes",
+    "topologies",
+    "flavors",
+    "cluster_queues",
+    "local_queues",
+    "namespaces",
+    "runtimes",
+    "limit_ranges",
+    "overheads",
+)
+
+
+def same_structure(a: ClusterState, b: ClusterState) -> bool:
+    """Whether two states share everything but usage (``with_usage`` keeps these by reference):
+    a mutation, which never depends on usage, is then the same on both."""
+    return all(getattr(a, name) is getattr(b, name) for name in STRUCTURE)
+
+
 def build_state(
     objects: Iterable[Mapping[str, Any]],
     generation: int = 0,
