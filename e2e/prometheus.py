@@ -1,6 +1,8 @@
 """A real Prometheus (Debian's `prometheus` package; `hack/ensure-promtool.sh` installs it with
 promtool) scraping tasgate every second and evaluating the monitoring overlay's rules, so the
-e2e suite asks the dashboard's queries of the server that answers them in production.
+e2e suite asks the dashboard's queries of the server that answers them in production. It can
+also scrape the e2e kube-apiserver's /metrics (``apiserver_job``), as a cluster's Prometheus
+does, so the API server's webhook series the alerts read are proven under their names.
 
 Missing binary: ``PrometheusError`` saying how to install it, never a skip.
 """
@@ -19,9 +21,14 @@ from typing import Any
 
 import yaml
 
-from e2e.controlplane import ServerProcess, free_ports
+from e2e.controlplane import ControlPlane, ServerProcess, free_ports
+from webhook.serve import certs
 
 INSTALL = "bash hack/ensure-promtool.sh"
+# The API server's bootstrap RBAC grants group system:monitoring GET /metrics (ClusterRole and
+# ClusterRoleBinding system:monitoring), the least a scraper needs: no role of ours to create.
+MONITORING_GROUP = "system:monitoring"
+APISERVER_JOB = "apiserver"
 
 
 class PrometheusError(RuntimeError):
@@ -35,11 +42,34 @@ def find_prometheus() -> str:
     return found
 
 
+def apiserver_job(cp: ControlPlane, directory: Path) -> dict[str, Any]:
+    """A scrape config for ``cp``'s API server over HTTPS with a client certificate of user
+    ``tasgate-e2e-prometheus`` in group system:monitoring (signed by the control plane's CA)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = certs.client_cert(
+        directory, cp.ca, "tasgate-e2e-prometheus", [MONITORING_GROUP], name="prometheus", days=2
+    )
+    return {
+        "job_name": APISERVER_JOB,
+        "scheme": "https",
+        "metrics_path": "/metrics",
+        "tls_config": {"ca_file": str(cp.ca_path), "cert_file": str(cert), "key_file": str(key)},
+        "static_configs": [{"targets": [cp.server.removeprefix("https://")]}],
+    }
+
+
 class Prometheus:
     """``prometheus`` on a free loopback port, scraping ``targets`` (host:port) as job ``tasgate``
-    with ``honor_labels`` (as the ServiceMonitor does), ``rules`` loaded; files under ``workdir``."""
+    with ``honor_labels`` (as the ServiceMonitor does) and any ``extra_jobs`` (scrape configs),
+    ``rules`` loaded; files under ``workdir``."""
 
-    def __init__(self, workdir: Path, targets: list[str], rules: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        targets: list[str],
+        rules: dict[str, Any],
+        extra_jobs: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.dir = workdir / "prometheus"
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.port,) = free_ports(1)
@@ -48,7 +78,8 @@ class Prometheus:
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(self.dir / "rules.yaml")],
             "scrape_configs": [
-                {"job_name": "tasgate", "honor_labels": True, "static_configs": [{"targets": targets}]}
+                {"job_name": "tasgate", "honor_labels": True, "static_configs": [{"targets": targets}]},
+                *(extra_jobs or []),
             ],
         }
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -76,8 +107,15 @@ class Prometheus:
         result = body["data"]["result"]
         return result if isinstance(result, list) else [{"value": result}]
 
-    def metric_names(self) -> set[str]:
-        return set(self._api("/api/v1/label/__name__/values")["data"])
+    def metric_names(self, job: str | None = None) -> set[str]:
+        """Every stored metric name, or those of one scrape job."""
+        query = "" if job is None else "?" + urllib.parse.urlencode({"match[]": f'{{job="{job}"}}'})
+        return set(self._api(f"/api/v1/label/__name__/values{query}")["data"])
+
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets, with ``health`` and ``lastError``."""
+        active: list[dict[str, Any]] = self._api("/api/v1/targets?state=active")["data"]["activeTargets"]
+        return active
 
     def rules(self) -> list[dict[str, Any]]:
         groups = self._api("/api/v1/rules")["data"]["groups"]

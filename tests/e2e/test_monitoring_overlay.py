@@ -1,5 +1,7 @@
 """The monitoring overlay as the real kubectl builds it: its ServiceMonitor scrapes the Service's
-metrics port, its PrometheusRule is the rule file promtool checks, its ConfigMap the raw dashboard.
+metrics port, its PrometheusRule is the rule file promtool checks, its ConfigMap the raw dashboard,
+its runbook-url component rebases every alert's runbook_url; and the other components' metrics it
+reads are declared, with those labels, in the pinned sources it cites.
 
 Here and not with the overlay's file checks (tests/webhook/test_monitoring.py) because it runs the
 e2e build's kubectl (``kubectl kustomize``): ``make test`` needs nothing but the project itself.
@@ -7,6 +9,8 @@ e2e build's kubectl (``kubectl kustomize``): ``make test`` needs nothing but the
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e.binaries import TOOLS_DIR, required_version
 from e2e.controlplane import find_binaries
+from e2e.kueue_source import downloaded_module, module_source_dir, pinned_kueue_version
+from tests.webhook.monitoring import external_metrics as ext
 from tests.webhook.overlay import DASHBOARD, OVERLAY, ROOT, rule_spec
 
 pytestmark = pytest.mark.e2e
@@ -46,3 +53,68 @@ def test_overlay_builds_and_scrapes_the_metrics_port() -> None:
     (endpoint,) = monitor["endpoints"]
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]} and endpoint["port"] == "metrics"
     assert endpoint["honorLabels"] is True, "tasgate's namespace and endpoint labels must survive the scrape"
+
+
+def test_an_overlay_of_yours_points_every_runbook_url_elsewhere(tmp_path: Path) -> None:
+    """The runbook-url component, used as docs/monitoring.md says: the part before '#' of every
+    alert's runbook_url becomes the ConfigMap's url, the anchors stay, the ConfigMap is not emitted."""
+    base = Path(os.path.relpath(OVERLAY, tmp_path))
+    example = yaml.safe_load((OVERLAY / "runbook-url" / "configmap.example.yaml").read_text())
+    example["data"]["url"] = "https://wiki.example/tasgate/runbooks.md"
+    (tmp_path / "runbook-url.yaml").write_text(yaml.safe_dump(example))
+    kustomization = {"resources": [str(base), "runbook-url.yaml"], "components": [str(base / "runbook-url")]}
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    built = kustomize(tmp_path)
+    assert sorted(d["kind"] for d in built) == ["ConfigMap", "PrometheusRule", "ServiceMonitor"]
+    assert [d["metadata"]["name"] for d in built if d["kind"] == "ConfigMap"] == ["tasgate-dashboard"]
+    (rule,) = [d for d in built if d["kind"] == "PrometheusRule"]
+    urls = {r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert len(urls) == sum(len(g["rules"]) for g in rule_spec()["groups"])
+    assert urls == {a: f"https://wiki.example/tasgate/runbooks.md#{a.lower()}" for a in urls}
+    (shipped,) = [d for d in kustomize(OVERLAY) if d["kind"] == "PrometheusRule"]
+    assert {r["annotations"]["runbook_url"] for g in shipped["spec"]["groups"] for r in g["rules"]} == {
+        f"docs/runbooks.md#{a.lower()}" for a in urls
+    }
+
+
+def declared_in_go(source: str, metric: ext.External) -> tuple[str, list[str], str]:
+    """(type, label names, the opts block) of the metric whose ``Name:`` is ``metric.short`` in a
+    Go file declaring it with ``New<Type>Vec(&...Opts{... Name: "..." ...}, []string{...})``."""
+    name = re.search(rf'\bName:\s*"{re.escape(metric.short)}"', source)
+    assert name, f"{metric.short} is not declared in {metric.source}"
+    constructors = list(re.finditer(r"New(Counter|Gauge|Histogram)Vec\(", source[: name.start()]))
+    assert constructors, f"{metric.short}: no New...Vec before it"
+    opened = constructors[-1]
+    labels = re.search(r"\[\]string\{([^}]*)\}", source[name.end() :])
+    assert labels, f"{metric.short}: no label list"
+    return (
+        opened.group(1).lower(),
+        re.findall(r'"(\w+)"', labels.group(1)),
+        source[opened.start() : name.end()],
+    )
+
+
+def test_the_allow_listed_metrics_are_declared_so_in_their_pinned_sources() -> None:
+    """Each entry of tests/webhook/monitoring/external_metrics.py against the Go file it cites, in
+    the module the e2e binaries are built from (kube-apiserver's k8s.io/apiserver, Kueue)."""
+    apiserver_version = required_version(TOOLS_DIR / "kube" / "go.mod", "k8s.io/apiserver")
+    assert ext.APISERVER_SOURCE.startswith(f"k8s.io/apiserver@{apiserver_version} ")
+    assert ext.KUEUE_SOURCE.startswith(f"sigs.k8s.io/kueue@{pinned_kueue_version()} ")
+    apiserver_dir = downloaded_module("k8s.io/apiserver", apiserver_version, TOOLS_DIR / "kube")
+    files = {
+        ext.APISERVER_SOURCE: apiserver_dir / "pkg" / "admission" / "metrics" / "metrics.go",
+        ext.KUEUE_SOURCE: module_source_dir() / "pkg" / "metrics" / "metrics.go",
+    }
+    texts = {k: v.read_text() for k, v in files.items()}
+    assert 'namespace = "apiserver"' in texts[ext.APISERVER_SOURCE]
+    assert 'subsystem = "admission"' in texts[ext.APISERVER_SOURCE]
+    for metric in (*ext.APISERVER, *ext.KUEUE):
+        kind, labels, block = declared_in_go(texts[metric.source], metric)
+        assert kind == metric.type, f"{metric.name}: {kind} in {metric.source}"
+        assert tuple(labels) == metric.labels, f"{metric.name}: labels {labels} in {metric.source}"
+        if metric.source == ext.KUEUE_SOURCE:
+            assert re.search(r"Subsystem:\s*constants.KueueName,", block), f"{metric.name}: not kueue_"
+            assert metric.name == f"kueue_{metric.short}"
+        else:
+            assert re.search(r"Subsystem:\s*subsystem,", block), f"{metric.name}: not apiserver_admission_"
+            assert metric.name == f"apiserver_admission_{metric.short}"

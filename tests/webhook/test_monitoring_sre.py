@@ -61,22 +61,23 @@ def test_every_alert_links_a_runbook_that_says_what_to_check_and_do() -> None:
 
 def test_the_runbook_url_component_rewrites_every_alerts_link() -> None:
     """Its replacement keeps the anchor (index 0 of '#') and targets every rule's runbook_url; the
-    overlay's default is the repo path. That kustomize applies it: tests/e2e/test_monitoring_overlay.py."""
+    example ConfigMap is never applied and says the default. That kustomize applies it from an
+    overlay of a user's: tests/e2e/test_monitoring_overlay.py."""
     component = yaml.safe_load((OVERLAY / "runbook-url" / "kustomization.yaml").read_text())
     assert component["kind"] == "Component"
     (replacement,) = component["replacements"]
-    assert replacement["source"] == {
-        "kind": "ConfigMap",
-        "name": "tasgate-runbook-url",
-        "fieldPath": "data.url",
-    }
+    source = {"kind": "ConfigMap", "name": "tasgate-runbook-url", "fieldPath": "data.url"}
+    assert replacement["source"] == source
     (target,) = replacement["targets"]
     assert target["select"] == {"kind": "PrometheusRule", "name": "tasgate"}
     assert target["fieldPaths"] == ["spec.groups.*.rules.*.annotations.runbook_url"]
     assert target["options"] == {"delimiter": "#", "index": 0}
-    default = yaml.safe_load((OVERLAY / "runbook-url.yaml").read_text())
-    assert default["data"]["url"] == "docs/runbooks.md"
-    assert default["metadata"]["annotations"]["config.kubernetes.io/local-config"] == "true"
+    example = yaml.safe_load((OVERLAY / "runbook-url" / "configmap.example.yaml").read_text())
+    assert (example["kind"], example["metadata"]["name"]) == ("ConfigMap", "tasgate-runbook-url")
+    assert example["data"]["url"] == "docs/runbooks.md"
+    assert example["metadata"]["annotations"]["config.kubernetes.io/local-config"] == "true"
+    overlay = yaml.safe_load((OVERLAY / "kustomization.yaml").read_text())
+    assert "components" not in overlay, "a second tasgate-runbook-url would clash with the user's"
 
 
 def test_every_alert_has_a_promtool_case_that_fires_and_one_that_stays_quiet() -> None:
