@@ -25,6 +25,12 @@
 #                                        Dockerfile)
 #        image/build.sh --print-mirrors  print the base layer's mirror lines, read from this
 #                                        machine's apt sources, and exit (no root, no build)
+#        image/build.sh --print-digest   print the built image's manifest digest (sha256:..., from the
+#                                        layout's index.json) and exit: what the chart's image.digest
+#                                        and a kustomize images: digest take (no root, no build)
+#
+# The tag is the project version, read from pyproject.toml (one source; the chart's appVersion and
+# manifests/base/kustomization.yaml's newTag are kept equal to it by tests/webhook/test_chart.py).
 set -euo pipefail
 
 me=build.sh
@@ -80,8 +86,12 @@ case ${1:-} in
   "") ;;
   --print-config) print_config; exit 0 ;;
   --print-mirrors) debian_mirrors; printf '%s\n' "${MIRRORS[@]}"; exit 0 ;;
+  --print-digest)
+    [[ -f $layout/index.json ]] || die "no image layout at $layout: build it first (bash image/build.sh)"
+    image_json "$layout" "$TAG" | python3 -c 'import json, sys; print(json.load(sys.stdin)["digest"])'
+    exit 0 ;;
   -h|--help) sed -n '2,/^set /{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) die "unknown argument '$1' (want nothing, --print-config, --print-mirrors or --help)" ;;
+  *) die "unknown argument '$1' (want nothing, --print-config, --print-mirrors, --print-digest or --help)" ;;
 esac
 
 work=""
@@ -232,5 +242,8 @@ print(f"size     {mib(sum(layers))} compressed ({' + '.join(mib(n) for n in laye
 EOF
 log "image $TAG at $layout ($(wc -l <"$cache_dir/packages.txt") Debian packages, listed in $cache_dir/packages.txt)"
 log "time: base $t_base, wheels $t_wheels, layers+config $t_pack, total $(since "$t_start")"
+digest=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["digest"])' "$info")
 log "run its tests: bash image/test.sh; push: skopeo copy oci:$layout:$TAG docker://<registry>/$TAG"
+log "name it by digest: helm --set image.repository=<registry>/tasgate,image.digest=$digest;"
+log "  kustomize: images: [{name: registry.example/tasgate, newName: <registry>/tasgate, digest: $digest}]"
 step="done"

@@ -7,6 +7,7 @@ same contract, so all three agree on entrypoint, cmd, ports, user, Debian releas
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -144,3 +145,35 @@ def test_image_scripts_are_valid_bash() -> None:
     for script in sorted((ROOT / "image").glob("*.sh")):
         run = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, check=False)
         assert run.returncode == 0, f"{script.name}: {run.stderr}"
+
+
+def test_the_image_is_tagged_with_the_project_version() -> None:
+    """One version: pyproject.toml's, which the chart's appVersion and the kustomize newTag repeat."""
+    found = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert found and one("tag") == f"tasgate:{found.group(1)}"
+
+
+def test_print_digest_reads_the_layouts_index(tmp_path: Path) -> None:
+    """``--print-digest`` prints the manifest digest of the tag in the OCI layout (no root, no build),
+    and says what is missing when there is no layout."""
+    layout = tmp_path / "image" / "oci"
+    (layout / "blobs" / "sha256").mkdir(parents=True)
+    config = json.dumps({"config": {}}).encode()
+    config_digest = hashlib.sha256(config).hexdigest()
+    (layout / "blobs" / "sha256" / config_digest).write_bytes(config)
+    manifest = json.dumps({"config": {"digest": f"sha256:{config_digest}"}, "layers": []}).encode()
+    digest = hashlib.sha256(manifest).hexdigest()
+    (layout / "blobs" / "sha256" / digest).write_bytes(manifest)
+    ref = {"org.opencontainers.image.ref.name": one("tag")}
+    index = {"manifests": [{"digest": f"sha256:{digest}", "annotations": ref}]}
+    (layout / "index.json").write_text(json.dumps(index))
+    env = {**os.environ, "TASGATE_CACHE": str(tmp_path)}
+    run = subprocess.run(
+        ["bash", str(BUILD_SH), "--print-digest"], env=env, capture_output=True, text=True, check=False
+    )
+    assert (run.returncode, run.stdout) == (0, f"sha256:{digest}\n"), run.stderr
+    env["TASGATE_CACHE"] = str(tmp_path / "empty")
+    run = subprocess.run(
+        ["bash", str(BUILD_SH), "--print-digest"], env=env, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 1 and "build it first" in run.stderr
