@@ -128,7 +128,20 @@ def test_monitoring_values_render_the_monitoring_overlay(helm: Helm) -> None:
         d for d in chart if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "monitoring"
     ]
     assert {d["kind"] for d in monitoring} == {"ServiceMonitor", "PrometheusRule", "ConfigMap"}
-    assert_same(monitoring, kustomize(ROOT / "manifests" / "overlays" / "monitoring"))
+    kustomized = kustomize(ROOT / "manifests" / "overlays" / "monitoring")
+    assert_same(monitoring, kustomized)
+    # monitoring.runbookURL rebases every runbook link, keeping its anchor (the alert's heading).
+    base = "https://git.example/tasgate/blob/main/docs/runbooks.md"
+    moved = helm.template(*value_flags({"monitoring.enabled": "true", "monitoring.runbookURL": base}))
+
+    def links(objs: list[dict[str, Any]]) -> dict[str, str]:
+        (rule,) = [o for o in objs if o["kind"] == "PrometheusRule"]
+        return {
+            r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]
+        }
+
+    theirs = links(kustomized)
+    assert theirs and links(moved) == {a: base + "#" + u.partition("#")[2] for a, u in theirs.items()}
 
 
 def test_priority_class_values_render_the_component(helm: Helm, manifests: Path) -> None:
