@@ -6,8 +6,9 @@
 What a scrape pays once per state generation (``flavor_figures`` as /metrics calls it, without
 per-domain fits or the host level: one engine run per gang shape, plus the per-domain sums),
 what `/topology` and `tasgate map` pay (per-domain fits: one engine run per domain and pod
-size, up to 512 domains; then the layout and the HTML). Not a test: it prints numbers, it
-never fails on a slow one. Median of a few runs, garbage collector off while the clock runs.
+size, up to 512 domains; then the collapse of large levels, the layout and the HTML). Not a
+test: it prints numbers, it never fails on a slow one. Median of a few runs, garbage collector
+off while the clock runs.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from scorer import IMPLEMENTATION, Cluster
 from webhook.decide.fragmentation import flavor_figures
 from webhook.decide.policy import DEFAULT_GANG_SHAPES, DEFAULT_GPU_RESOURCES
 from webhook.present.html import render_html
+from webhook.present.stamp import Stamp
 from webhook.present.text import render_text
+
+STAMP = Stamp(1, "2026-01-01 00:00:00 UTC", 30)
 
 
 def median_ms(fn: Callable[[], object], repeats: int) -> float:
@@ -60,16 +64,17 @@ def run(n: int, repeats: int) -> dict[str, Any]:
     figures = flavor_figures(
         cluster, "synthetic", "gpu", DEFAULT_GPU_RESOURCES, DEFAULT_GANG_SHAPES, per_domain=True
     )
-    html = render_html([figures], [], "bench")
+    html = render_html([figures], [], "bench", STAMP)
     return {
         "nodes": n,
         "domains": len(figures.domains),
         "per_domain_fits": not any(n.startswith("per-domain") for n in figures.notes),
         "scrape_figures_ms": median_ms(scrape, repeats),
         "picture_figures_ms": median_ms(picture_figures, repeats),
-        "html_ms": median_ms(lambda: render_html([figures], [], "bench"), repeats),
+        "html_ms": median_ms(lambda: render_html([figures], [], "bench", STAMP), repeats),
         "text_ms": median_ms(lambda: render_text([figures], []), repeats),
         "html_kib": len(html.encode()) / 1024,
+        "boxes": html.count("<g class="),
     }
 
 
@@ -90,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "html ms",
         "text ms",
         "html KiB",
+        "boxes",
     )
     print("".join(f"{h:>20}" for h in head))
     for r in results:
@@ -102,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['html_ms']:.1f}",
             f"{r['text_ms']:.1f}",
             f"{r['html_kib']:.0f}",
+            r["boxes"],
         )
         print("".join(f"{c:>20}" for c in cells))
     if args.out:

@@ -1,4 +1,4 @@
-"""`tasgate map`: the README's sample is what it prints, and its sources and exit codes."""
+"""`tasgate map`: docs/topology-map.md's sample is what it prints, and its sources and exit codes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from tests.webhook.conftest import MANIFESTS, REPO, tasgate
 START, END = "<!-- sample:map -->\n", "<!-- sample:map-end -->"
 
 
-def test_readme_map_sample_is_what_tasgate_prints() -> None:
-    text = (REPO / "README.md").read_text()
+DOC = REPO / "docs" / "topology-map.md"
+
+
+def test_documented_map_sample_is_what_tasgate_prints() -> None:
+    text = DOC.read_text()
     block = text[text.index(START) + len(START) : text.index(END)]
     command = re.search(r"^\$ tasgate (.+)$", block, re.M)
     assert command is not None
@@ -81,9 +84,14 @@ def test_waiting_gangs_are_numbered_once_and_one_judged_without_a_flavor_is_list
         ["W1", "Job", "default/no-queue"],
         ["W2", "PyTorchJob", "default/llama-finetune"],
     ], "a workload given twice is one gang, the last given"
-    assert "not drawn (judged without a TAS flavor)" in waiting[0]
-    assert "lands in b1 once capacity frees" in waiting[1]
+    assert "in a domain not drawn (judged without a TAS flavor)" in run.out
+    assert "tie: on an empty cluster Kueue's order picks b1" in run.out, "the tie-break said as one"
     html = tasgate("map", "-o", "html", "-f", str(tmp_path / "both.yaml")).out
     tags = re.findall(r'<text class="tag"[^>]*>([^<]*)</text>', html)
     assert tags == ["W2"], "only the flavor's gang is drawn, once"
+    assert re.search(r'data-domain="b2"[^>]*>\s*<title>[^<]*</title>\s*<rect[^>]*stroke="#7b2cbf"', html), (
+        "outlined where it comes closest now, not at the empty-cluster tie-break"
+    )
+    assert 'http-equiv="refresh"' not in html, "a file does not reload"
+    assert re.search(r"state generation \d+ · rendered \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<", html)
     assert "<td>W1</td>" in html and "<td>W2</td>" in html

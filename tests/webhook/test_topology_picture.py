@@ -2,8 +2,10 @@
 
 The screenshot is read back (``pngread``) and held to the sample cluster's own constants
 (``webhook/files/sample.py``), not to the renderer's numbers: one filled region per domain of each
-level, the free part of a block's bar as wide as its share of free GPUs, the box where the waiting
-gang lands outlined. Chromium's ``--dump-dom`` shows the figures written in the right boxes.
+level, the free part of a block's bar as wide as its share of free GPUs, the box closest to
+holding the waiting gang now outlined (and not its empty-cluster tie-break). The large clusters
+(1,024 and 10,000 nodes) are in ``test_topology_scale``. Chromium's ``--dump-dom`` shows the
+figures written in the right boxes.
 Chromium comes from Debian (``tests/tools/ensure-chromium.sh``, which `make test` runs first); a
 missing browser fails this test, it never skips.
 """
@@ -19,7 +21,7 @@ from tests.webhook.chromium import box_rect, domain_group, render, rgb
 from tests.webhook.conftest import MANIFESTS, tasgate
 from tests.webhook.pngread import Image
 from webhook.files import sample
-from webhook.present.html import FREE, LANDING, LEVEL_FILLS
+from webhook.present.html import CLOSEST, FREE, LEVEL_FILLS
 from webhook.present.layout import PAD
 
 MIN_AREA = 300  # a box's fill, minus its text, is far larger; a glyph's hole is far smaller
@@ -72,13 +74,14 @@ def test_the_figures_are_written_in_the_right_boxes(rendered: tuple[Image, str])
     assert ">8-GPU pods: 10<" in b2 and ">8x8: 1 · 32x8: 0<" in b2
     assert ">free 24/32<" in domain_group(dom, "b2,b2-r1"), "hosts with 6 free GPUs each"
     assert ">8-GPU pods: 0<" in domain_group(dom, "b2,b2-r1")
-    assert ">W1<" in domain_group(dom, "b1") and "W1" not in domain_group(dom, "b2")
+    assert ">W1<" in domain_group(dom, "b2") and "W1" not in domain_group(dom, "b1")
     assert "PyTorchJob default/llama-finetune" in dom
 
 
-def test_the_landing_box_is_outlined_in_the_screenshot(rendered: tuple[Image, str]) -> None:
+def test_the_closest_box_now_is_outlined_and_the_tie_break_is_not(rendered: tuple[Image, str]) -> None:
+    """b2 comes closest now (10 of 15); b1 is only Kueue's pick on an empty cluster: not drawn."""
     image, dom = rendered
-    for block, outlined in ((1, True), (2, False)):
+    for block, outlined in ((2, True), (1, False)):
         x, y, _, h = box_rect(domain_group(dom, f"b{block}"))
-        edge = [image.pixel(x, py) == rgb(LANDING) for py in range(y + 4, y + h - 4)]
+        edge = [image.pixel(x, py) == rgb(CLOSEST) for py in range(y + 4, y + h - 4)]
         assert all(edge) if outlined else not any(edge), block

@@ -22,7 +22,7 @@ from webhook.files.sample import BLOCK, RACK, sample_objects
 from webhook.live.tracker import Row
 from webhook.serve import topology
 from webhook.serve.app import create_app, create_metrics_app
-from webhook.serve.keys import POLICY, WAITING, Settings, StateSource
+from webhook.serve.keys import POLICY, STATE, WAITING, Settings, StateSource
 from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.serve.waiting import RecentWaiting
 
@@ -58,11 +58,25 @@ async def test_a_must_wait_verdict_shows_as_a_waiting_gang(aiohttp_client: Clien
     answer = await post(main, "/mutate", review(waits()))
     assert answer["response"]["auditAnnotations"]["reason"] == "waits"
     page = await (await side.get("/topology")).text()
-    assert "PyTorchJob default/llama-finetune" in page and "b2: 10 of 15 pods" in page
-    assert re.search(r'data-domain="b1"[^>]*>\s*<title>[^<]*</title>\s*<rect[^>]*stroke="#7b2cbf"', page)
+    assert "PyTorchJob default/llama-finetune" in page
+    assert "<td>the best block has room for 10 of 15 pods now (5 short)</td><td>b2</td>" in page
+    assert re.search(r'data-domain="b2"[^>]*>\s*<title>[^<]*</title>\s*<rect[^>]*stroke="#7b2cbf"', page)
+    assert not re.search(r'data-domain="b1"[^>]*>\s*<title>[^<]*</title>\s*<rect[^>]*stroke="#7b2cbf"', page)
     text = await (await side.get("/topology", params={"format": "text"})).text()
-    assert "waiting W1 PyTorchJob default/llama-finetune worker: 15 x 8 GPU" in text
-    assert "lands in b1 once capacity frees" in text
+    assert "waiting W1 PyTorchJob default/llama-finetune worker: 15 x 8 GPU required block" in text
+    assert "tie: on an empty cluster Kueue's order picks b1" in text
+
+
+async def test_the_live_page_reloads_and_says_its_generation_and_time(aiohttp_client: ClientFactory) -> None:
+    h, _, side = await clients(aiohttp_client)
+    state = h.app[STATE].current
+    assert state is not None
+    page = await (await side.get("/topology")).text()
+    assert f'<meta http-equiv="refresh" content="{topology.REFRESH_SECONDS}">' in page
+    stamp = rf"state generation {state.generation} · rendered \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(stamp + " · reloads every 30 s<", page)
+    text = await (await side.get("/topology", params={"format": "text"})).text()
+    assert re.match(stamp, text), "the text's first line is the stamp"
 
 
 async def test_dry_runs_and_validate_do_not_feed_the_list_and_a_fit_removes_the_gang(

@@ -2,13 +2,15 @@
 
 The waiting gangs are the workloads given with ``-f`` that would be told to wait (judged by the
 same decision path as `check`); without ``-f`` the picture has none. Text (a compact tree) by
-default, ``-o html`` for the self-contained page `/topology` serves.
+default, ``-o html`` for the self-contained page `/topology` serves (stamped with the time it was
+written, without the live page's reload).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from webhook.cli import check
 from webhook.decide.fragmentation import cluster_figures
@@ -16,6 +18,7 @@ from webhook.decide.policy import Policy
 from webhook.decide.waiting import WaitingGang, waiting_gang
 from webhook.files.loader import Document, LoadFailure
 from webhook.present.html import render_html
+from webhook.present.stamp import Stamp
 from webhook.present.text import render_text
 from webhook.state.cluster import ClusterState
 
@@ -36,10 +39,15 @@ def run(
     waiting = _waiting(results, policy)
     figures = cluster_figures(state, policy, per_domain=True)
     if output == "html":
-        sys.stdout.write(render_html(figures, waiting, title))
+        sys.stdout.write(render_html(figures, waiting, title, Stamp(state.generation, now_text())))
     else:
         sys.stdout.write(render_text(figures, waiting))
     return EXIT_ERROR if any(r.outcome == "error" for r in results) else EXIT_OK
+
+
+def now_text() -> str:
+    """The page's timestamp: UTC, to the second (a file has no reload: no refresh)."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _waiting(results: Sequence[check.Result], policy: Policy) -> list[WaitingGang]:

@@ -1,16 +1,19 @@
-"""Where each domain's box goes: nested boxes, level by level, sized bottom-up.
+"""Where each domain's box goes: nested boxes, level by level, sized bottom-up, wrapped to a width.
 
-Pure geometry over ``FlavorFigures``: a box holds a header (name, free/total, a bar, shape
-fits) and its children in a grid. The HTML renderer draws these rectangles; a test measures the
-screenshot against the same state, so sizes are whole pixels.
+Pure geometry over the shown tree (``collapse``): a box holds a header (name, free/total, a bar,
+shape fits) and its children left to right, wrapped, so no row is wider than ``PAGE_WIDTH``
+at any depth (the page never scrolls sideways; a narrower window
+scales the picture down). A parent's left-out children are one "… and K more" box. The HTML
+renderer draws these rectangles; a test measures the screenshot against the same state, so
+sizes are whole pixels.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from webhook.decide.fragmentation import DomainFigure, FlavorFigures
+from webhook.decide.fragmentation import DomainFigure
+from webhook.present.collapse import Hidden, Shown
 
 PAD = 8  # inside a box, around its children
 GAP = 8  # between sibling boxes
@@ -19,13 +22,16 @@ BAR = 8  # the free/used/unavailable bar
 CHAR = 7  # width of one character of header text (12 px sans-serif, rounded up)
 MIN_WIDTH = 92
 MAX_LABEL = 28  # longer names are cut in the box (the full name is its tooltip)
-MAX_BOXES = 2000  # beyond this the host level is left out of the picture
-TITLE = 28  # the flavor title above the outer boxes
-MAX_ROW = 2400  # widest row of sibling boxes, in pixels
+PAGE_WIDTH = 1200  # the picture's width: every row of boxes wraps within it
+MIN_PAGE = 480
+
+Path = tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Box:
+    """One drawn rectangle: a domain, or (``more`` > 0) the sum of a parent's left-out children."""
+
     figure: DomainFigure
     depth: int
     x: int
@@ -33,6 +39,7 @@ class Box:
     width: int
     height: int
     lines: tuple[str, ...]
+    more: int = 0
 
     @property
     def bar_y(self) -> int:
@@ -44,37 +51,24 @@ class Layout:
     width: int
     height: int
     boxes: tuple[Box, ...]
-    drawn_levels: tuple[str, ...]
-    note: str = ""
 
 
-def layout(figures: FlavorFigures) -> Layout:
-    levels = figures.levels
-    note = ""
-    if len(figures.domains) > MAX_BOXES and figures.hostname_leaves and len(levels) > 1:
-        levels, note = levels[:-1], f"hosts left out: more than {MAX_BOXES} domains to draw"
-    drawn = [d for d in figures.domains if d.level in levels]
-    children: dict[tuple[str, ...], list[DomainFigure]] = {}
-    for d in drawn:
-        if len(d.path) > 1:
-            children.setdefault(d.path[:-1], []).append(d)
-    grid = _Grid(children, {})
-    for d in sorted(drawn, key=lambda d: -len(d.path)):  # children before their parents
-        grid.sizes[d.path] = grid.size_of(d)
+def layout(shown: Shown) -> Layout:
+    grid = _Flow(shown, {})
+    items = grid.items(())
+    for depth in range(_depth(shown), -1, -1):  # children before their parents
+        for path, d in grid.at_depth(depth):
+            grid.sizes[path] = grid.size_of(path, d, depth)
     boxes: list[Box] = []
-    y, width = TITLE, 0
-    for root in (d for d in drawn if len(d.path) == 1):
-        w, h = grid.sizes[root.path]
-        grid.place(root, 0, PAD, y, (w, h), boxes)
-        y += h + GAP
-        width = max(width, w + 2 * PAD)
-    return Layout(max(width, 480), y + PAD, tuple(boxes), levels, note)
+    if not items:
+        return Layout(MIN_PAGE, PAD, ())
+    width, height = grid.place_children((), -1, 0, 0, boxes)
+    return Layout(max(width + 2 * PAD, MIN_PAGE), height + PAD, tuple(boxes))
 
 
 def header_lines(d: DomainFigure) -> tuple[str, ...]:
     """The text of a box: its own level value, free/total accelerators, then the shapes' fits."""
-    name = d.path[-1] if len(d.path[-1]) <= MAX_LABEL else d.path[-1][: MAX_LABEL - 1] + "…"
-    lines = [name, f"free {d.free}/{d.total}"]
+    lines = [_cut(d.path[-1]), f"free {d.free}/{d.total}"]
     per_pod = {s.shape.gpus_per_pod: s.pods for s in d.shapes}
     lines += [f"{gpus}-GPU pods: {pods}" for gpus, pods in per_pod.items()]
     if d.shapes:
@@ -82,54 +76,118 @@ def header_lines(d: DomainFigure) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def more_lines(h: Hidden) -> tuple[str, ...]:
+    return (_cut(h.label), f"free {h.figure}")
+
+
+def more_figure(parent: Path, h: Hidden) -> DomainFigure:
+    """A left-out sum as a figure the renderer draws like a domain (its path ends in "…")."""
+    return DomainFigure(h.level, (*parent, "…"), h.total, h.free, h.used, h.unavailable)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
+
+
 def _header_height(lines: tuple[str, ...]) -> int:
     return 4 + LINE * len(lines) + BAR + PAD
 
 
+def _depth(shown: Shown) -> int:
+    return max((len(path) for path in shown.children), default=0)
+
+
+def _room(depth: int) -> int:
+    """The widest a box at ``depth`` (0: the top level) may be."""
+    return PAGE_WIDTH - 2 * PAD * (depth + 1)
+
+
 @dataclass
-class _Grid:
-    """Children of each domain in a grid of equal cells (the largest child's size)."""
+class _Flow:
+    """Children of each box left to right, wrapped to the box's room, each row as tall as its
+    tallest box (the other domains stretched to it): a wide box never widens its siblings."""
 
-    children: dict[tuple[str, ...], list[DomainFigure]]
-    sizes: dict[tuple[str, ...], tuple[int, int]]
+    shown: Shown
+    sizes: dict[Path, tuple[int, int]]
 
-    def columns(self, kids: list[DomainFigure]) -> int:
-        """Hosts (childless boxes) in a near-square grid, other domains up to four abreast, and
-        no row wider than ``MAX_ROW`` pixels when its boxes allow."""
-        wanted = (
-            min(len(kids), 4)
-            if any(k.path in self.children for k in kids)
-            else math.ceil(math.sqrt(len(kids)))
-        )
-        fitting = MAX_ROW // (self.cell(kids)[0] + GAP)
-        return max(1, min(wanted, fitting))
+    def items(self, path: Path) -> list[tuple[Path, DomainFigure, int]]:
+        """The boxes inside ``path``: its shown children, then its left-out ones as one box."""
+        if path[-1:] == ("…",):
+            return []
+        out = [(d.path, d, 0) for d in self.shown.kids(path)]
+        hidden = self.shown.hidden.get(path)
+        if hidden is not None:
+            more = more_figure(path, hidden)
+            out.append((more.path, more, hidden.count))
+        return out
 
-    def cell(self, kids: list[DomainFigure]) -> tuple[int, int]:
-        return max(self.sizes[k.path][0] for k in kids), max(self.sizes[k.path][1] for k in kids)
+    def at_depth(self, depth: int) -> list[tuple[Path, DomainFigure]]:
+        """Every box ``depth`` levels down (0: the top level), by walking the shown tree."""
+        level: list[Path] = [()]
+        for _ in range(depth):
+            level = [p for parent in level for p, _, more in self.items(parent) if not more]
+        return [(p, d) for parent in level for p, d, _ in self.items(parent)]
 
-    def size_of(self, d: DomainFigure) -> tuple[int, int]:
-        lines = header_lines(d)
-        head_w = max(MIN_WIDTH, CHAR * max(len(t) for t in lines) + 2 * PAD)
-        kids = self.children.get(d.path, [])
+    def lines(self, path: Path, d: DomainFigure) -> tuple[str, ...]:
+        hidden = self.shown.hidden.get(path[:-1]) if path[-1:] == ("…",) else None
+        return more_lines(hidden) if hidden is not None else header_lines(d)
+
+    def size_of(self, path: Path, d: DomainFigure, depth: int) -> tuple[int, int]:
+        lines = self.lines(path, d)
+        head_w = min(max(MIN_WIDTH, CHAR * max(len(t) for t in lines) + 2 * PAD), _room(depth))
+        kids = self.items(path)
         if not kids:
             return head_w, _header_height(lines)
-        cols, (cell_w, cell_h) = self.columns(kids), self.cell(kids)
-        rows = math.ceil(len(kids) / cols)
-        grid_w = cols * cell_w + (cols - 1) * GAP
-        grid_h = rows * cell_h + (rows - 1) * GAP
-        return max(head_w, grid_w + 2 * PAD), _header_height(lines) + grid_h + PAD
+        rows = self.rows(kids, depth + 1)
+        return max(head_w, _rows_width(rows) + 2 * PAD), _header_height(lines) + _rows_height(rows) + PAD
 
-    def place(
-        self, d: DomainFigure, depth: int, x: int, y: int, size: tuple[int, int], boxes: list[Box]
-    ) -> None:
-        lines = header_lines(d)
-        boxes.append(Box(d, depth, x, y, size[0], size[1], lines))
-        kids = self.children.get(d.path, [])
-        if not kids:
-            return
-        cols, (cell_w, cell_h) = self.columns(kids), self.cell(kids)
-        top = y + _header_height(lines)
-        for i, kid in enumerate(kids):
-            row, col = divmod(i, cols)
-            kx, ky = x + PAD + col * (cell_w + GAP), top + row * (cell_h + GAP)
-            self.place(kid, depth + 1, kx, ky, (cell_w, cell_h), boxes)
+    def rows(self, kids: list[tuple[Path, DomainFigure, int]], depth: int) -> list[list[_Cell]]:
+        """Children at ``depth`` in rows no wider than the room inside their parent."""
+        room = _room(depth - 1) - 2 * PAD
+        rows: list[list[_Cell]] = [[]]
+        used = 0
+        for path, d, more in kids:
+            w, h = self.sizes[path]
+            if rows[-1] and used + GAP + w > room:
+                rows.append([])
+                used = 0
+            used += (GAP if rows[-1] else 0) + w
+            rows[-1].append(_Cell(path, d, more, w, h))
+        return rows
+
+    def place_children(self, path: Path, depth: int, x: int, top: int, boxes: list[Box]) -> tuple[int, int]:
+        """Place the boxes inside ``path`` from (x, top); their rows' width and height."""
+        rows = self.rows(self.items(path), depth + 1)
+        y = top + PAD
+        for row in rows:
+            height = max(c.height for c in row)
+            kx = x + PAD
+            for c in row:
+                self.place(c, depth + 1, kx, y, height, boxes)
+                kx += c.width + GAP
+            y += height + GAP
+        return _rows_width(rows), _rows_height(rows) + PAD
+
+    def place(self, c: _Cell, depth: int, x: int, y: int, height: int, boxes: list[Box]) -> None:
+        lines = self.lines(c.path, c.figure)
+        tall = c.height if c.more else height  # a sum of left-out boxes keeps its own height
+        boxes.append(Box(c.figure, depth, x, y, c.width, tall, lines, c.more))
+        if not c.more and self.items(c.path):
+            self.place_children(c.path, depth, x, y + _header_height(lines) - PAD, boxes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    path: Path
+    figure: DomainFigure
+    more: int
+    width: int
+    height: int
+
+
+def _rows_width(rows: list[list[_Cell]]) -> int:
+    return max(sum(c.width for c in row) + GAP * (len(row) - 1) for row in rows)
+
+
+def _rows_height(rows: list[list[_Cell]]) -> int:
+    return sum(max(c.height for c in row) for row in rows) + GAP * (len(rows) - 1)

@@ -2,25 +2,30 @@
 
 On the side port, not the webhook's: it shows the cluster's layout and workload names, and that
 port's NetworkPolicy admits only the scraper's namespaces (the webhook port is open to every
-source). HTML by default, ``?format=text`` for the text tree. Rendered in the decision pool,
-at most once per state generation, policy and change of the waiting list.
+source). HTML by default, ``?format=text`` for the text tree; both stamped with the state
+generation and the time they were rendered, and the HTML reloads itself every
+``REFRESH_SECONDS``. Rendered in the decision pool, at most once per state generation, policy
+and change of the waiting list (a reload in between gets the cached page, its stamp unchanged).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 from aiohttp import web
 
 from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import Policy
 from webhook.present.html import render_html
+from webhook.present.stamp import Stamp
 from webhook.present.text import render_text
 from webhook.serve.keys import EXECUTOR, POLICY, STATE, WAITING, main_app
 from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.track.classify import State
 
 FORMATS = ("html", "text")
+REFRESH_SECONDS = 30  # the live page reloads itself; a reload of an unchanged state is the cached page
 
 
 class TopologyPage:
@@ -44,15 +49,20 @@ class TopologyPage:
 
             def render() -> str:
                 figures = cluster_figures(state, policy, per_domain=True)
+                stamp = Stamp(state.generation, now_text(), REFRESH_SECONDS)
                 if fmt == "text":
-                    return render_text(figures, gangs)
-                title = f"tasgate topology · state generation {state.generation}"
-                return render_html(figures, gangs, title)
+                    return render_text(figures, gangs, stamp)
+                return render_html(figures, gangs, "tasgate topology", stamp)
 
             body = await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], render)
             self._last = (key, body)
         content_type = "text/html" if fmt == "html" else "text/plain"
         return web.Response(text=self._last[1], content_type=content_type, charset="utf-8")
+
+
+def now_text() -> str:
+    """When the page was rendered: UTC, to the second (the figures are those of its generation)."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 WAITING_STATES = frozenset({State.WAITING_TOPOLOGY, State.WAITING_QUOTA, State.NEVER_FITS})

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from scorer.model import Mode, Placement
+from scorer.model import Placement
 from webhook.decide import messages
+from webhook.decide.mustwait import must_wait
 from webhook.decide.policy import Policy
 from webhook.decide.scoring import score_flavors
 from webhook.decide.topology import resolve, with_levels
@@ -137,9 +138,7 @@ def _figure(v: PodSetVerdict, lowest: str) -> PodSetFigure:
         fits_now=v.fits_now,
         fits_when_empty=fits_when_empty,
         hosts=_hosts(now),
-        waits=messages.waits(v.name, level, now, v.request.mode is Mode.REQUIRED)
-        if now is not None and not now.fits
-        else "",
+        waits=figure.message if (figure := must_wait(v, level)) is not None else "",
         never="" if fits_when_empty or never is None else _never(v, never, level),
     )
 
