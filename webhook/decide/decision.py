@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scorer.model import Mode, Placement
+from scorer.model import Mode, Placement, TopologyRequest
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.depends import left_out
@@ -28,7 +28,6 @@ from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
 from webhook.rules import key_warnings, opt_out_near_miss, validate_workload
-from webhook.rules.tasgate import leftover_slices
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
 from webhook.wire.errors import FieldError, InvalidObject
@@ -136,13 +135,6 @@ def _judge(
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
     decision = _verdict(review, base, view, scored, rule if mutable else None, policy, state.unserved)
-    left = [x for x in map(leftover_slices, view.pod_sets) if x is not None]
-    if left and decision.allowed:  # Kueue places whole slices only: the rest never run beside them
-        text = " ".join(messages.leftover_slices(x.pod_set, x.count, x.size, x.level) for x in left)
-        audit = {**decision.audit, "decision": "deny", "reason": Reason.PARTIAL_SLICE.value}
-        decision = replace(
-            decision, allowed=False, reason=Reason.PARTIAL_SLICE, message=text, audit=audit, patch=(), pod_groups=()
-        )
     if quota.today and decision.allowed:
         decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision
@@ -260,22 +252,16 @@ def _never_message(
     )
     cause = messages.blocking_cause(where, v.requests, never)
     if cause is not None:
-        slices = messages.slices_of(v.request)
-        return messages.never_fits(v.name, v.count, summary, level, never, None, None, cause=cause,
-                                   slices=slices)
+        return messages.never_fits(v.name, v.count, summary, level, never, None, None, cause=cause)
     view = target.snapshot.never
     row = never.level_row(level)
     best = row.best_domain if row else None
     limiting = " and ".join(view.limiting_resources(best, v.requests)) if best else None
-    slices = messages.slices_of(v.request)
-    spread = messages.spread_request(v.request, target.topology.levels[0])  # slices kept
+    spread = TopologyRequest(Mode.PREFERRED, target.topology.levels[0])
     whole = view.place([p.scorer_request(spread)])[0]  # with the PodSet's tolerations and selectors
-    total = v.count if whole.fits else messages.pods_held(whole, slices)
+    total = v.count if whole.fits else whole.fit_count
     spreads = v.request.mode is not Mode.REQUIRED
-    at = v.request.level
-    return messages.never_fits(
-        v.name, v.count, summary, level, never, limiting, total, spreads, slices=slices, request_level=at
-    )
+    return messages.never_fits(v.name, v.count, summary, level, never, limiting, total, spreads)
 
 
 def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:
