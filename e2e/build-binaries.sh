@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, and the Kueue manager.
+# Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, the Kueue manager and helm.
 #
-# Usage: build-binaries.sh [kube] [kueue] [cluster]     (no argument: kube and kueue, what CI needs)
+# Usage: build-binaries.sh [kube] [kueue] [helm] [cluster]   (no argument: kube, kueue and helm, what
+#                                                              make e2e needs)
 #   kube    = kube-apiserver, kubectl, etcd
 #   kueue   = kueue (sigs.k8s.io/kueue/cmd/kueue)
+#   helm    = helm (helm.sh/helm/v3/cmd/helm: charts/tasgate's lint, template and install tests)
 #   cluster = kwok, kube-controller-manager, scheduler-plugins' kube-scheduler and controller
 #             (opt-in; make e2e-cluster)
 #
-# They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue}/go.mod (the
+# They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue,helm}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-<version>_etcd-<version>/   kube-apiserver kubectl etcd
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kueue-<version>/                 kueue
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/helm-<version>/                  helm
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kwok-<version>/                  kwok
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-controller-manager-<version>/ kube-controller-manager
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/scheduler-plugins-<version>/     kube-scheduler
@@ -32,15 +35,16 @@ trap 'rc=$?; if (( rc != 0 )); then echo "build-binaries.sh: FAILED (exit $rc) d
 
 die() { echo "build-binaries.sh: error: $*" >&2; exit 1; }
 
-want_kube=0 want_kueue=0 want_cluster=0
-(( $# > 0 )) || set -- kube kueue
+want_kube=0 want_kueue=0 want_helm=0 want_cluster=0
+(( $# > 0 )) || set -- kube kueue helm
 for arg in "$@"; do
   case $arg in
     kube) want_kube=1 ;;
     kueue) want_kueue=1 ;;
+    helm) want_helm=1 ;;
     cluster) want_cluster=1 ;;
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$arg' (want: kube, kueue, cluster)" ;;
+    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$arg' (want: kube, kueue, helm, cluster)" ;;
   esac
 done
 
@@ -66,6 +70,7 @@ module_version() {  # module_version <go.mod> <module path>
 kube_version=$(module_version "$tools/kube/go.mod" 'k8s\.io/kubernetes')
 etcd_version=$(module_version "$tools/etcd/go.mod" 'go\.etcd\.io/etcd/server/v3')
 kueue_version=$(module_version "$tools/kueue/go.mod" 'sigs\.k8s\.io/kueue')
+helm_version=$(module_version "$tools/helm/go.mod" 'helm\.sh/helm/v3')
 kwok_version=$(module_version "$tools/kwok/go.mod" 'sigs\.k8s\.io/kwok')
 sched_version=$(module_version "$tools/scheduler/go.mod" 'sigs\.k8s\.io/scheduler-plugins')
 if (( want_cluster )); then
@@ -75,12 +80,14 @@ fi
 [[ -n $kube_version ]] || die "k8s.io/kubernetes is not required in $tools/kube/go.mod"
 [[ -n $etcd_version ]] || die "go.etcd.io/etcd/server/v3 is not required in $tools/etcd/go.mod"
 [[ -n $kueue_version ]] || die "sigs.k8s.io/kueue is not required in $tools/kueue/go.mod"
+[[ -n $helm_version ]] || die "helm.sh/helm/v3 is not required in $tools/helm/go.mod"
 [[ $kube_version =~ ^v1\.([0-9]+)\. ]] || die "unexpected k8s.io/kubernetes version $kube_version"
 kube_minor=${BASH_REMATCH[1]}
 
 cache_root=${TASGATE_CACHE:-$HOME/.cache/tasgate}
 kube_out="$cache_root/bin/kube-${kube_version}_etcd-${etcd_version}"
 kueue_out="$cache_root/bin/kueue-${kueue_version}"
+helm_out="$cache_root/bin/helm-${helm_version}"
 kwok_out="$cache_root/bin/kwok-${kwok_version}"
 kcm_out="$cache_root/bin/kube-controller-manager-${kube_version}"
 sched_out="$cache_root/bin/scheduler-plugins-${sched_version}"
@@ -92,6 +99,9 @@ if (( want_kube )); then
 fi
 if (( want_kueue )); then
   echo "  sigs.k8s.io/kueue         $kueue_version  -> $kueue_out/kueue"
+fi
+if (( want_helm )); then
+  echo "  helm.sh/helm/v3           $helm_version  -> $helm_out/helm"
 fi
 
 if (( want_cluster )); then
@@ -197,6 +207,35 @@ if (( want_kueue )); then
   exec 8>&-
 fi
 
+if (( want_helm )); then
+  lock 4 "$helm_out"
+  # Helm's Makefile sets its version through -X (without it `helm version` says v3.22, no patch) and
+  # the Kubernetes version `helm template` and `helm lint` assume without a cluster (the default
+  # Capabilities.KubeVersion), derived from the k8s.io/client-go it builds against: v0.N -> 1.N.
+  step="reading helm.sh/helm/v3@$helm_version's module info"
+  helm_client_go=$(module_version "$tools/helm/go.mod" 'k8s\.io/client-go')
+  [[ $helm_client_go =~ ^v0\.([0-9]+)\. ]] || die "unexpected k8s.io/client-go version '$helm_client_go' in $tools/helm/go.mod"
+  helm_kube_minor=${BASH_REMATCH[1]}
+  helm_info=$(cd "$tools/helm" && "$go" mod download -json "helm.sh/helm/v3@$helm_version") \
+    || die "'go mod download -json helm.sh/helm/v3@$helm_version' failed in $tools/helm"
+  helm_info_file=$(sed -n -E 's/^[[:space:]]*"Info": "(.*)",?$/\1/p' <<<"$helm_info")
+  helm_commit=""
+  [[ ! -f $helm_info_file ]] || helm_commit=$(sed -n -E 's/.*"Hash":"([0-9a-f]{40})".*/\1/p' "$helm_info_file")
+  helm_pkg=helm.sh/helm/v3
+  helm_ldflags="-s -w -X $helm_pkg/internal/version.version=$helm_version -X $helm_pkg/internal/version.metadata="
+  helm_ldflags+=" -X $helm_pkg/internal/version.gitTreeState=clean"
+  [[ -z $helm_commit ]] || helm_ldflags+=" -X $helm_pkg/internal/version.gitCommit=$helm_commit"
+  for pkg in "$helm_pkg/pkg/lint/rules" "$helm_pkg/pkg/chartutil"; do
+    helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$helm_kube_minor"
+  done
+  build "$helm_out" "$tools/helm" helm helm.sh/helm/v3/cmd/helm "helm.sh/helm/v3@$helm_version" "$helm_ldflags" version
+  step="writing the version marker in $helm_out"
+  # The marker e2e/helm.py checks, written last like the others.
+  printf 'helm=%s\ncommit=%s\ngo=%s\n' "$helm_version" "${helm_commit:-unknown}" "$go_version" > "$helm_out/VERSIONS.tmp"
+  mv -f "$helm_out/VERSIONS.tmp" "$helm_out/VERSIONS"
+  exec 4>&-
+fi
+
 if (( want_cluster )); then
   lock 7 "$kwok_out"
   # kwok's release script sets consts.Version; without it the binary still reports 0.8.0 from source,
@@ -239,5 +278,6 @@ step="done"
 where=()
 (( want_kube )) && where+=("$kube_out")
 (( want_kueue )) && where+=("$kueue_out")
+(( want_helm )) && where+=("$helm_out")
 (( want_cluster )) && where+=("$kwok_out" "$kcm_out" "$sched_out")
 echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in ${where[*]}"
