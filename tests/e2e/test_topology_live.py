@@ -44,6 +44,7 @@ def test_live_topology_page_draws_the_cluster_and_the_waiting_gang(
     result = apply(cp, job("topo-wait", 4, 8, {"kueue.x-k8s.io/podset-required-topology": BLOCK}))
     assert result.returncode == 0 and "must wait" in result.stderr, result.stderr
     page = side(tasgate, "/topology")
+    assert '<meta http-equiv="refresh"' in page and "state generation " in page
     image, dom = render(page, tmp_path)
     for depth, expected in enumerate((2, 4, 8)):
         regions = image.regions(rgb(LEVEL_FILLS[depth]), 300)

@@ -3,8 +3,9 @@ large one, and the rest summed in one "… and K more" entry per parent.
 
 At 10,000 nodes a box or a line per host is not readable, and the hosts a person needs are few:
 the waiting gangs' candidates (the domain closest to holding each now, the empty-cluster
-tie-break) and, per level, the emptiest and the fullest few. A level of at most ``SHOW_ALL``
-domains is shown whole; the ancestors of every shown domain are shown, so the tree stays a tree.
+tie-break), the shapes' best domains and, per level, the emptiest and the fullest few. A level
+of at most ``SHOW_ALL`` domains is shown whole; the ancestors of every shown domain are shown, so
+the tree stays a tree.
 Figures in, a tree of figures out: no engine run, no clock.
 """
 
@@ -65,8 +66,8 @@ class Shown:
             return ""
         parts = ", ".join(f"{short_level(level)}: {n} of {of} shown" for level, n, of in self.collapsed)
         return (
-            f"{parts} (the waiting gangs' candidates, the {EXTREMES} emptiest and {EXTREMES} fullest "
-            "of each level; the rest summed)"
+            f"{parts} (the waiting gangs' candidates, the shapes' best domains, the {EXTREMES} emptiest "
+            f"and {EXTREMES} fullest of each level; the rest summed)"
         )
 
 

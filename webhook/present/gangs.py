@@ -100,8 +100,9 @@ def tie_break(ps: WaitingPodSet, figures: FlavorFigures, depth: int | None = Non
 
 
 def keep_paths(waiting: Sequence[WaitingGang], figures: FlavorFigures) -> set[Path]:
-    """The domains a collapsed picture must still show: each gang's closest and its tie-break."""
-    keep: set[Path] = set()
+    """The domains a collapsed picture must still show: each gang's closest and its tie-break,
+    and the best domain of each shape at each level (the shape table names them)."""
+    keep: set[Path] = {s.best_domain for s in figures.shapes if s.best_domain}
     for gang in waiting_for(waiting, figures):
         for ps in gang.pod_sets:
             near = closest(ps, len(figures.levels))
