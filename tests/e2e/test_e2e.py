@@ -28,10 +28,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from e2e import nodes, prometheus_operator
 from e2e.controlplane import ControlPlane, free_ports
 from e2e.kueue import install_crds
-from e2e.prometheus import Prometheus
+from e2e.prometheus import APISERVER_JOB, Prometheus, apiserver_job
 from e2e.serving import serve_argv
 from e2e.shared import shared_dir
 from tests.webhook import overlay, promql
+from tests.webhook.monitoring import external_metrics
 from webhook.serve import certs
 
 pytestmark = pytest.mark.e2e
@@ -648,11 +649,13 @@ def test_monitoring_overlay_passes_a_server_side_dry_run(world: tuple[ControlPla
 def test_a_real_prometheus_answers_the_dashboard_and_evaluates_the_alerts(
     world: tuple[ControlPlane, Tasgate], tmp_path: Path
 ) -> None:
-    """After the suite's traffic: a real Prometheus scrapes tasgate in live mode, evaluates every
-    alert without error and answers every dashboard query; every metric they name is on tasgate's
-    live /metrics (the gang and fragmentation metrics of other branches fail here until merged)
-    and, where it has series, stored by Prometheus under that name."""
-    _, tasgate = world
+    """After the suite's traffic: a real Prometheus scrapes tasgate in live mode and the API server
+    (as group system:monitoring), evaluates every alert without error and answers every dashboard
+    query; every tasgate metric they name is on tasgate's live /metrics and, where it has series,
+    stored by Prometheus under that name; the API server's webhook series they read are stored
+    under their allow-listed names, for both of tasgate's webhooks (Kueue's are source-checked in
+    tests/e2e/test_monitoring_overlay.py: no Kueue runs in this module)."""
+    cp, tasgate = world
     request = urllib.request.Request(
         f"https://localhost:{tasgate.port}/mutate",
         data=b"not json",
@@ -661,23 +664,27 @@ def test_a_real_prometheus_answers_the_dashboard_and_evaluates_the_alerts(
     context = ssl.create_default_context(cafile=str(tasgate.certs / "ca.crt"))
     with pytest.raises(urllib.error.HTTPError):  # a 400: one tasgate_errors_total{kind="malformed"}
         urllib.request.urlopen(request, context=context, timeout=5)
-    with Prometheus(tmp_path, [f"127.0.0.1:{tasgate.metrics_port}"], overlay.rule_spec()) as prometheus:
+    scrape_apiserver = apiserver_job(cp, tmp_path / "apiserver-scrape")
+    targets = [f"127.0.0.1:{tasgate.metrics_port}"]
+    with Prometheus(tmp_path, targets, overlay.rule_spec(), [scrape_apiserver]) as prometheus:
 
-        def scraped_up() -> float:
-            rows = prometheus.query('sum_over_time(up{job="tasgate"}[1m])')
+        def scraped_up(job: str) -> float:
+            rows = prometheus.query(f'sum_over_time(up{{job="{job}"}}[1m])')
             return float(rows[0]["value"][1]) if rows else 0.0
 
         def evaluated() -> bool:
             return all(r.get("lastEvaluation", "").startswith("20") for r in prometheus.rules())
 
-        prometheus.wait("three successful scrapes of tasgate", lambda: scraped_up() >= 3, 30)
+        prometheus.wait("three successful scrapes of tasgate", lambda: scraped_up("tasgate") >= 3, 30)
+        prometheus.wait("two of the API server", lambda: scraped_up(APISERVER_JOB) >= 2, 30)
         prometheus.wait("every rule evaluated once", evaluated, 30)
         rules = prometheus.rules()
         assert len(rules) == sum(len(g["rules"]) for g in overlay.rule_spec()["groups"])
         assert [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"] == []
         for _, expr in overlay.dashboard_queries():
             prometheus.query(promql.with_grafana_variables(expr))  # an evaluation error raises
-        used = overlay.queried_metrics()
+        external = external_metrics.by_sample_name()
+        used = {n: w for n, w in overlay.queried_metrics().items() if n not in external}
         url = f"http://127.0.0.1:{tasgate.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as r:
             declared, sampled = overlay.scraped_names(r.read().decode())
@@ -688,6 +695,18 @@ def test_a_real_prometheus_answers_the_dashboard_and_evaluates_the_alerts(
             {n: w for n, w in used.items() if n in sampled}, prometheus.metric_names()
         )
         assert not unstored, f"on /metrics but not stored by Prometheus:\n{unstored}"
+        stored = prometheus.metric_names(APISERVER_JOB)
+        webhooks = 'name=~"(mutate|validate).tasgate.io"'
+        for metric in external_metrics.APISERVER:
+            assert metric.sample_names() <= stored, f"the API server stores no {metric.name}"
+            first = min(metric.sample_names())
+            rows = prometheus.query(f"count by (name, error_type) ({first}{{{webhooks}}})")
+            seen = {(row["metric"]["name"], row["metric"].get("error_type")) for row in rows}
+            if metric.name == "apiserver_admission_webhook_rejection_count":
+                # the suite's denials: a /mutate denial ends the request, so only mutate rejects
+                assert ("mutate.tasgate.io", "no_error") in seen, rows
+            else:  # every admitted request called both webhooks
+                assert {name for name, _ in seen} == set(external_metrics.WEBHOOK_NAMES), rows
 
 
 def test_no_process_outlives_the_module(world: tuple[ControlPlane, Tasgate]) -> None:
