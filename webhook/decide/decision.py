@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scorer.model import Mode, Placement, TopologyRequest
+from scorer.model import Mode, Placement
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.depends import left_out
@@ -22,6 +22,7 @@ from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
+from webhook.decide.slices import partial_slices
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
@@ -135,6 +136,7 @@ def _judge(
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
     decision = _verdict(review, base, view, scored, rule if mutable else None, policy, state.unserved)
+    decision = partial_slices(decision, view)  # Kueue places whole slices only
     if quota.today and decision.allowed:
         decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision
@@ -252,16 +254,23 @@ def _never_message(
     )
     cause = messages.blocking_cause(where, v.requests, never)
     if cause is not None:
-        return messages.never_fits(v.name, v.count, summary, level, never, None, None, cause=cause)
+        slices = messages.slices_of(v.request)
+        return messages.never_fits(
+            v.name, v.count, summary, level, never, None, None, cause=cause, slices=slices
+        )
     view = target.snapshot.never
     row = never.level_row(level)
     best = row.best_domain if row else None
     limiting = " and ".join(view.limiting_resources(best, v.requests)) if best else None
-    spread = TopologyRequest(Mode.PREFERRED, target.topology.levels[0])
+    slices = messages.slices_of(v.request)
+    spread = messages.spread_request(v.request, target.topology.levels[0])  # slices kept
     whole = view.place([p.scorer_request(spread)])[0]  # with the PodSet's tolerations and selectors
-    total = v.count if whole.fits else whole.fit_count
+    total = v.count if whole.fits else messages.pods_held(whole, slices)
     spreads = v.request.mode is not Mode.REQUIRED
-    return messages.never_fits(v.name, v.count, summary, level, never, limiting, total, spreads)
+    at = v.request.level
+    return messages.never_fits(
+        v.name, v.count, summary, level, never, limiting, total, spreads, slices=slices, request_level=at
+    )
 
 
 def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:

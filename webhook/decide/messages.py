@@ -11,9 +11,9 @@ Texts are complete here; the admission edge shortens warnings to Kubernetes' lim
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from scorer.model import HOSTNAME_LABEL, PODS, Placement
+from scorer.model import HOSTNAME_LABEL, PODS, LevelCapacity, Mode, Placement, TopologyRequest
 from webhook.model.quantity import format_quantity
 from webhook.state.rejected import Rejected
 
@@ -113,6 +113,35 @@ def exclusion_note(placement: Placement) -> str:
     return f" Of {placement.total_nodes} nodes, Kueue left out {listed}."
 
 
+@dataclass(frozen=True, slots=True)
+class Slices:
+    """A sliced request's outermost slice: ``size`` pods inside one ``level`` domain each."""
+
+    size: int
+    level: str
+
+    def pods(self, slices: int) -> str:
+        return f"{slices} slice(s) of {self.size} ({slices * self.size} pods)"
+
+
+def slices_of(request: TopologyRequest) -> Slices | None:
+    """The outermost slice as Kueue reads it (the first constraint layer wins); None unsliced."""
+    layer = request.slice_layers[0] if request.slice_layers else None
+    size = layer.size if layer else request.slice_size
+    level = layer.level if layer else request.slice_level
+    return Slices(size, level) if size and level and size > 1 else None
+
+
+def spread_request(request: TopologyRequest, top: str) -> TopologyRequest:
+    """The request spread over the whole topology (preferred at ``top``), its slices kept."""
+    return replace(request, mode=Mode.PREFERRED, level=top, group=None)
+
+
+def pods_held(placement: Placement, slices: Slices | None) -> int:
+    """The pods a placement's ``fit_count`` stands for (slices hold ``size`` pods each)."""
+    return placement.fit_count * (slices.size if slices and placement.unit != "pod" else 1)
+
+
 def never_fits(
     pod_set: str,
     count: int,
@@ -123,46 +152,104 @@ def never_fits(
     whole_topology: int | None,
     spreads: bool = False,
     cause: str | None = None,
+    slices: Slices | None = None,
+    request_level: str | None = None,
 ) -> str:
     """The deny message: the request, what stops it, and what would fit.
 
     ``spreads``: the request may spread over domains (preferred, unconstrained, implied), so
-    Kueue's own count over the whole topology is the limit worth naming.
+    Kueue's own count over the whole topology is the limit worth naming. ``whole_topology``: the
+    pods the whole topology holds when empty (in whole slices for a sliced request);
+    ``request_level`` the level the PodSet names (None: implied or unconstrained). A sliced
+    request is counted in slices everywhere: a domain's pods say nothing about the slices it holds.
     """
-    head = f'PodSet "{pod_set}" ({count} pods × {summary})'
+    head = f'PodSet "{pod_set}" ({count} pods × {summary}'
+    head += f", in slices of {slices.size} per {short_level(slices.level)})" if slices else ")"
     if cause is not None:
         return f"{head} can never be placed: {cause}."
-    unit = "such pods" if never.unit == "pod" else "slices"
+    if slices is not None and not _holds_a_slice(never, slices):
+        why = _no_slice(never, slices, request_level)
+        return f"{head} can never be placed: {why}.{exclusion_note(never)}"
     if spreads:
         held = never.fit_count
-        pods = held if never.unit == "pod" else held * (count // max(never.total_count, 1))
+        unit = slices.pods(held) if slices else f"{held} such pods"
+        ask = slices.pods(held) if slices else f"{held} pods"
         return (
-            f"{head} can never be placed: the whole topology holds only {held} {unit} even when empty; "
-            f"ask for at most {pods} pods.{exclusion_note(never)}"
+            f"{head} can never be placed: the whole topology holds only {unit} even when empty; "
+            f"ask for at most {ask}.{exclusion_note(never)}"
         )
-    table = never.levels
     row = never.level_row(level)
-    if row is None or not table:
+    if row is None or not never.levels:
         return f"{head} can never be placed: {never.reason}"
-    held = row.max_pods if never.unit == "pod" else row.max_slices
     limited = f" (limited by {limiting})" if limiting else ""
-    largest = f"the largest {short_level(level)} holds {held} {unit} even when empty{limited}"
-    index = [r.level for r in table].index(level)
+    largest = f"the largest {short_level(level)} holds {_held(row, slices)} even when empty{limited}"
+    hint = _required_hint(never, row, count, whole_topology, slices)
+    return f'{head} can never fit one "{level}" domain: {largest}.{hint}{exclusion_note(never)}'
+
+
+def _held(row: LevelCapacity, slices: Slices | None) -> str:
+    return slices.pods(row.max_slices) if slices else f"{row.max_pods} such pods"
+
+
+def _at_most(row: LevelCapacity, slices: Slices | None) -> str:
+    return slices.pods(row.max_slices) if slices else f"{row.max_pods} pods"
+
+
+def _required_hint(
+    never: Placement, row: LevelCapacity, count: int, whole: int | None, slices: Slices | None
+) -> str:
+    """A coarser level that holds it, else spreading, else the most the whole topology holds."""
+    table = never.levels
+    index = [r.level for r in table].index(row.level)
     looser = next((r for r in reversed(table[:index]) if r.fitting_domains > 0), None)
     if looser is not None:
-        hint = (
-            f' A "{looser.level}" domain holds {looser.max_pods}; use that level, '
-            f"podset-preferred-topology, or at most {row.max_pods} pods."
+        held = looser.max_slices if slices else looser.max_pods
+        unit = " slices" if slices else ""
+        return (
+            f' A "{looser.level}" domain holds {held}{unit}; use that level, '
+            f"podset-preferred-topology, or at most {_at_most(row, slices)}."
         )
-    elif whole_topology is not None and whole_topology >= count:
-        hint = (
+    wanted = count // slices.size * slices.size if slices else count
+    if whole is not None and whole >= wanted:
+        return (
             " No single domain holds it; use podset-preferred-topology to spread,"
-            f" or at most {row.max_pods} pods."
+            f" or at most {_at_most(row, slices)}."
         )
-    else:
-        total = whole_topology if whole_topology is not None else table[0].max_pods
-        hint = f" The whole topology holds only {total} such pods even when empty; ask for at most {total}."
-    return f'{head} can never fit one "{level}" domain: {largest}.{hint}{exclusion_note(never)}'
+    total = whole if whole is not None else table[0].max_pods
+    if slices:
+        total = total // slices.size * slices.size
+        whole_slices = slices.pods(total // slices.size)
+        return f" The whole topology holds only {whole_slices} even when empty; ask for at most {total} pods."
+    return f" The whole topology holds only {total} such pods even when empty; ask for at most {total}."
+
+
+def _holds_a_slice(never: Placement, slices: Slices) -> bool:
+    row = never.level_row(slices.level)
+    return row is None or row.max_slices > 0
+
+
+def _no_slice(never: Placement, slices: Slices, level: str | None) -> str:
+    """No domain of the slice level holds one slice: smaller slices, or a coarser slice level (and
+    a coarser PodSet level with it when the slice level would pass it: Kueue refuses a slice level
+    above the PodSet's)."""
+    row = never.level_row(slices.level)
+    most = row.max_pods if row else 0
+    where = short_level(slices.level)
+    names = [r.level for r in never.levels]
+    above = never.levels[: names.index(slices.level)]
+    coarser = next((r for r in reversed(above) if r.max_pods >= slices.size), None)
+    advice = [f"slices of at most {_pods(most)}"] if most >= 1 else []
+    if coarser is not None:
+        both = level is not None and level in names and names.index(coarser.level) < names.index(level)
+        what = "level for the PodSet and its slices" if both else "slice level"
+        advice.append(f'"{coarser.level}" as the {what} (one holds {_pods(coarser.max_pods)})')
+    fix = f"; use {' or '.join(advice)}" if advice else ""
+    one = _pods(slices.size)
+    return f"no {where} holds one slice of {one} even when empty (the largest holds {most}){fix}"
+
+
+def _pods(n: int) -> str:
+    return f"{n} pod" if n == 1 else f"{n} pods"
 
 
 def waits(pod_set: str, level: str, now: Placement, required: bool) -> str:

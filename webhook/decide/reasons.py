@@ -16,6 +16,7 @@ class Reason(StrEnum):
     FITS = "fits"
     WAITS = "waits"
     NEVER_FITS = "never-fits"
+    PARTIAL_SLICE = "partial-slice"
     OVER_QUOTA = "over-quota"
     INVALID = "invalid"
     MUTATION_MISSING = "mutation-missing"
@@ -39,6 +40,10 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.FITS: "allowed: every PodSet fits the current free capacity",
         Reason.WAITS: "allowed with a warning: fits the empty cluster, not the free capacity now",
         Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
+        Reason.PARTIAL_SLICE: (
+            "denied: the slice size does not divide the pod count; Kueue places whole slices only, "
+            "and the pods left over never run beside the others"
+        ),
         Reason.OVER_QUOTA: "denied: its ClusterQueue lacks a resource, or can never give that much",
         Reason.INVALID: "denied: a TAS annotation, gang label or template field is invalid",
         Reason.MUTATION_MISSING: "denied (validate): the mutation tasgate asked for is not on the object",

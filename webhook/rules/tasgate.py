@@ -2,15 +2,19 @@
 
 Kueue's webhook sees only the annotations. tasgate also knows the Topology's levels (coarsest
 first) and which nodes the workload's flavor selects, so it rejects requests that could never be
-placed: a level the Topology does not have, a level no matching node carries, a slice size that
-leaves a partial slice, a slice level coarser than the PodSet's own level, constraint layers out
-of coarse-to-fine order, a false ``podset-unconstrained-topology`` and a pod-index offset Kueue's
-ungater cannot parse.
+placed: a level the Topology does not have, a level no matching node carries, a slice level
+coarser than the PodSet's own level, constraint layers out of coarse-to-fine order, a false
+``podset-unconstrained-topology`` and a pod-index offset Kueue's ungater cannot parse.
+
+A slice size that does not divide the pod count is not invalid: Kueue admits such a PodSet with a
+placement of whole slices only. ``leftover_slices`` finds it, and the decision says what becomes
+of the pods left over (``decide.messages.leftover_slices``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from webhook.model.annotations import (
     POD_INDEX_OFFSET,
@@ -18,7 +22,6 @@ from webhook.model.annotations import (
     PODSET_REQUIRED_TOPOLOGY,
     PODSET_SLICE_REQUIRED_TOPOLOGY,
     PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
-    PODSET_SLICE_SIZE,
     PODSET_UNCONSTRAINED_TOPOLOGY,
 )
 from webhook.model.constraints import Layer
@@ -77,10 +80,6 @@ def validate_topology(view: PodSetView, known: Levels) -> list[FieldError]:
     if level is not None and slice_level is not None and known.coarser(slice_level, level):
         errors.append(invalid(at(PODSET_SLICE_REQUIRED_TOPOLOGY), slice_level, _coarser(mode, level)))
 
-    size = parse_int(ann.get(PODSET_SLICE_SIZE, ""))
-    if slice_level is not None and size is not None and 1 <= size <= view.count and view.count % size:
-        errors.append(invalid(at(PODSET_SLICE_SIZE), ann[PODSET_SLICE_SIZE], _partial(view.count, size)))
-
     if view.constraints is not None and view.constraints.usable:
         errors += _layers(view, view.constraints.layers, known, mode, level)
     errors += _unconstrained(view)
@@ -104,9 +103,6 @@ def _layers(
                 "layers go from the coarsest level to the finest"
             )
             errors.append(invalid(at, layer.topology, detail))
-    first = layers[0].size
-    if 1 <= first <= view.count and view.count % first:
-        errors.append(invalid(f"{path}[0].size", first, _partial(view.count, first)))
     return errors
 
 
@@ -117,11 +113,35 @@ def _coarser(mode: str, level: str) -> str:
     )
 
 
-def _partial(count: int, size: int) -> str:
-    return (
-        f"must evenly divide the pod set count {count}; slices of {size} would leave "
-        f"a last slice of only {count % size} pod(s)"
-    )
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A PodSet of ``count`` pods in slices of ``size`` per ``level``: Kueue places ``placed``."""
+
+    pod_set: str
+    count: int
+    size: int
+    level: str
+
+    @property
+    def placed(self) -> int:
+        return self.count // self.size * self.size
+
+
+def leftover_slices(view: PodSetView) -> Leftover | None:
+    """The PodSet's outermost slice when its size does not divide the count, else None.
+
+    Kueue's webhook checks only ``size <= count``; its TAS placement then assigns
+    ``count / size`` whole slices (``updateCountsToMinimumGeneric``), and the topology ungater
+    ungates no more pods than the assignment holds. Read from the parsed request, after the
+    rules passed (an invalid size never gets here).
+    """
+    req = view.request
+    layer = req.slice_layers[0] if req.slice_layers else None
+    size = layer.size if layer else req.slice_size
+    level = layer.level if layer else req.slice_level
+    if size is None or level is None or not 1 <= size <= view.count or view.count % size == 0:
+        return None
+    return Leftover(view.name, view.count, size, level)
 
 
 def _unconstrained(view: PodSetView) -> list[FieldError]:
