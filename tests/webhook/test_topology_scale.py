@@ -54,6 +54,8 @@ def picture(
 def test_the_page_never_scrolls_sideways(picture: tuple[int, str, Drawn]) -> None:
     _, _, drawn = picture
     assert drawn.scroll_width <= drawn.client_width == WINDOW, (drawn.scroll_width, drawn.client_width)
+    sizes = re.findall(r'<svg [^>]*width="(\d+)" [^>]*data-drawn-width="(\d+)"', drawn.dom)
+    assert sizes and all(a == b for a, b in sizes), f"the picture fits unscaled (12-pixel text): {sizes}"
     image = drawn.image
     margin = {image.pixel(x, y) for x in range(image.width - 4, image.width) for y in range(image.height)}
     assert margin == {(255, 255, 255)}, "the right margin of the screenshot is background"
