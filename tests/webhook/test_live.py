@@ -72,6 +72,7 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         "topologies",
         "resourceflavors",
         "clusterqueues",
+        "cohorts",
         "workloads",
         "trainingruntimes",
         "clustertrainingruntimes",

@@ -28,7 +28,7 @@ from webhook.live.api import checked
 from webhook.live.watch import Kind, kinds
 from webhook.state.cluster import ClusterState, build_state
 
-KUEUE_DUMP = "kubectl get topologies,resourceflavors,clusterqueues,localqueues,workloads -A -o yaml"
+KUEUE_DUMP = "kubectl get topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloads -A -o yaml"
 NODE_DUMP = "kubectl get nodes,pods,namespaces,limitranges -A -o yaml"
 
 

@@ -1,8 +1,10 @@
 """Score a workload on every candidate flavor: what the policy injects there, now and when empty.
 
-Each flavor gets its own plan ("tightest" differs per flavor's topology); the first flavor where
-everything fits when empty is where Kueue goes. When none does, the flavor that holds the most
-pods when empty speaks for the denial.
+Each flavor gets its own plan ("tightest" differs per flavor's topology). When no flavor holds
+the gang even on the empty cluster, the one that holds the most pods when empty speaks for the
+denial. Otherwise Kueue's flavor assignment (`decide.flavors`: quota in use, cohorts, flavor
+order and fungibility, partial admission) says where it is admitted now; when it waits, the
+first flavor that holds it when empty speaks, with Kueue's quota reasons if quota holds it back.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from scorer.model import PodSetRequest, TopologyRequest
+from scorer.model import Placement, PodSetRequest, TopologyRequest
 from webhook.decide import inject
+from webhook.decide.flavors import Choice, choose
 from webhook.decide.partial import place_reduced
 from webhook.decide.policy import Inject
+from webhook.decide.quota_now import QueueQuota
+from webhook.decide.quota_text import borrowing_note, waits_for_quota
 from webhook.decide.topology import Target
 from webhook.decide.verdicts import FlavorVerdict, PodSetVerdict, all_fit_now, all_fit_when_empty
 from webhook.model.podset import PodSetView
@@ -24,12 +29,18 @@ class Scored:
     verdicts: tuple[PodSetVerdict, ...]
     target: Target
     plan: inject.Plan
+    requests: tuple[PodSetRequest, ...] = ()  # the scorer's request of each placed PodSet
+    notes: tuple[str, ...] = ()  # what quota says: borrowing, or waiting for quota in use
 
 
 def score_flavors(
-    pod_sets: Sequence[PodSetView], wanted: Inject | None, targets: Sequence[Target], judged: Sequence[bool]
+    pod_sets: Sequence[PodSetView],
+    wanted: Inject | None,
+    targets: Sequence[Target],
+    judged: Sequence[bool],
 ) -> tuple[Scored, tuple[FlavorVerdict, ...]]:
-    """``judged[i]``: whether PodSet ``i`` is placed by TAS at all (see ``PodSetVerdict``)."""
+    """``judged[i]``: whether PodSet ``i`` is placed by TAS at all (see ``PodSetVerdict``). The
+    targets carry their ClusterQueue's quota now (None for the policy's default: not judged)."""
     scored = [score(pod_sets, wanted, target, judged) for target in targets]
     summaries = tuple(
         FlavorVerdict(
@@ -40,10 +51,61 @@ def score_flavors(
         )
         for s in scored
     )
-    for s in scored:
-        if all(v.never and (v.never.fits or v.never.anomaly) for v in s.verdicts if v.judged):
-            return s, summaries
-    return max(scored, key=lambda s: sum(_held_when_empty(v) for v in s.verdicts)), summaries
+    holding = [s for s in scored if all(_holds_when_empty(v) for v in s.verdicts if v.judged)]
+    if not holding:
+        return max(scored, key=lambda s: sum(_held_when_empty(v) for v in s.verdicts)), summaries
+    placed = [p for p, j in zip(pod_sets, judged, strict=True) if j]
+    quota = targets[0].quota
+    choice = _choice(scored, placed, quota)
+    if choice.index is None:
+        return _waiting(holding[0], choice), summaries
+    return _admitted(scored[choice.index], choice, quota), summaries
+
+
+def _choice(scored: Sequence[Scored], placed: Sequence[PodSetView], quota: QueueQuota | None) -> Choice:
+    full = [p.count for p in placed]
+    minimum = placed[0].pod_set.min_count if len(placed) == 1 else None
+
+    def place_now(index: int, counts: Sequence[int]) -> Sequence[Placement] | None:
+        s = scored[index]
+        if list(counts) == full:
+            return [v.now for v in s.verdicts if v.judged and v.now is not None]
+        requests = [replace(r, count=c) for r, c in zip(s.requests, counts, strict=True)]
+        return s.target.snapshot.now.place(requests)
+
+    return choose([s.target.flavor for s in scored], placed, full, minimum, quota, place_now)
+
+
+def _admitted(s: Scored, choice: Choice, quota: QueueQuota | None) -> Scored:
+    """The flavor Kueue admits it on now, with the reduced count and its placement if any."""
+    verdicts, k = [], 0
+    for v in s.verdicts:
+        found = v
+        if v.judged:
+            if choice.counts[k] != v.count:
+                found = replace(v, admitted=choice.counts[k], now=choice.placements[k])
+            k += 1
+        verdicts.append(found)
+    notes = borrowing_note(choice.quota, quota) if quota is not None else ()
+    return _noted(replace(s, verdicts=tuple(verdicts)), notes)
+
+
+def _waiting(s: Scored, choice: Choice) -> Scored:
+    """It waits: on quota in use (Kueue's reasons, on the first placed PodSet) or on capacity."""
+    if not choice.blocked:
+        return s
+    first = next(i for i, v in enumerate(s.verdicts) if v.judged)
+    message = waits_for_quota(s.verdicts[first].name, choice.blocked)
+    verdicts = list(s.verdicts)
+    verdicts[first] = replace(verdicts[first], quota=message)
+    return _noted(replace(s, verdicts=tuple(verdicts)), (message,))
+
+
+def _noted(s: Scored, notes: tuple[str, ...]) -> Scored:
+    """Quota's notes join the plan's problems: the verdict's warnings, after the plan's own."""
+    if not notes:
+        return s
+    return replace(s, notes=notes, plan=replace(s.plan, problems=(*s.plan.problems, *notes)))
 
 
 def score(
@@ -67,23 +129,26 @@ def score(
         )
         minimum = p.pod_set.min_count
         if minimum is not None and len(placed) == 1:
-            verdict = _partial(verdict, target, requests[0], minimum)
+            verdict = _partial_when_empty(verdict, target, requests[0], minimum)
         verdicts.append(verdict)
-    return Scored(tuple(verdicts), target, plan)
+    return Scored(tuple(verdicts), target, plan, tuple(requests))
 
 
-def _partial(v: PodSetVerdict, target: Target, request: PodSetRequest, minimum: int) -> PodSetVerdict:
-    """What Kueue's partial admission makes of a PodSet whose full count does not fit."""
+def _partial_when_empty(
+    v: PodSetVerdict, target: Target, request: PodSetRequest, minimum: int
+) -> PodSetVerdict:
+    """The most Kueue's partial admission could ever admit, when the full count never fits
+    (what it admits now is Kueue's flavor assignment's to say: `decide.flavors`)."""
     v = replace(v, min_count=minimum)
-    if not v.fits_now:
-        found = place_reduced(target.snapshot.now, request, minimum)
-        if found is not None:
-            v = replace(v, admitted=found[0], now=found[1])
     if not v.fits_when_empty:
         found = place_reduced(target.snapshot.never, request, minimum)
         if found is not None:
             v = replace(v, admissible=found[0], never=found[1])
     return v
+
+
+def _holds_when_empty(v: PodSetVerdict) -> bool:
+    return v.never is not None and (v.never.fits or v.never.anomaly)
 
 
 def _held_when_empty(v: PodSetVerdict) -> int:

@@ -7,11 +7,12 @@ they are never dressed up as "does not fit".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scorer import Cluster
 from scorer.model import TopologyRequest
 from webhook.decide.policy import DefaultTopology
+from webhook.decide.quota_now import QueueQuota, queue_quota
 from webhook.model.podset import PodSetView
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
@@ -25,6 +26,7 @@ class Target:
     topology: Topology
     snapshot: Cluster
     node_labels: Mapping[str, str] = field(default_factory=dict)  # the flavor's node selection
+    quota: QueueQuota | None = None  # its ClusterQueue's quota now (`decide.quota_now`); None: not judged
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
             continue
         target = _flavor_target(state, flavor, problems)
         if target is not None:
-            targets.append(target)
+            targets.append(replace(target, quota=queue_quota(state, cq.name)))
     unusable = "; ".join(problems) if problems and not targets else None
     tas_only = all(state.flavors.get(n) is not None and state.flavors[n].topology_name for n in cq.flavors)
     return Resolution(tuple(targets), queue, cq.name, problem=unusable, tas_only=tas_only)

@@ -46,10 +46,12 @@ class PodSetVerdict:
     min_count: int | None = None
     admitted: int | None = None
     admissible: int | None = None
+    # Kueue's reason when the topology fits now but the quota free now does not (`decide.flavors`).
+    quota: str = ""
 
     @property
     def fits_now(self) -> bool:
-        return self.now is not None and self.now.fits
+        return self.now is not None and self.now.fits and not self.quota
 
     @property
     def fits_when_empty(self) -> bool:

@@ -32,6 +32,7 @@ from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, UsageBook
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.fields import metadata
+from webhook.state.quota_usage import QuotaCharge, safe_charge
 from webhook.state.rejected import Rejected
 
 log = logging.getLogger("tasgate.live")
@@ -52,6 +53,7 @@ class _Inputs:
     unserved: frozenset[str]
     rejected: tuple[Rejected, ...]  # nodes, pods and Workloads left out as their events came
     rejections: int  # the `Rejections.version` of ``rejected``
+    charges: tuple[QuotaCharge, ...] = ()  # admitted Workloads' quota usage
 
 
 def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> ClusterState:
@@ -71,6 +73,7 @@ def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
         inputs.usage,
         inputs.assigned,
         inputs.rejected,
+        inputs.charges,
     )
     return state if defaults is None else state.prepare(defaults(state))
 
@@ -132,6 +135,7 @@ class Mirror(Freshness):
             self.usage.replace(listing.pods)
         elif kind == "workloads":
             self.usage.replace_workloads(listing.workloads)
+            self.usage.replace_charges(listing.charges)
         self.rejections.replace(kind, listing.rejected)
         self.structure_changed = True  # a relist is rare: rebuild whatever it was
         self.absent.discard(kind)
@@ -153,6 +157,8 @@ class Mirror(Freshness):
         if kind == "workloads":
             uses = () if event == "DELETED" else workload_use(obj)
             changed = self.usage.set_workload(key, () if isinstance(uses, Rejected) else uses)
+            charge = None if event == "DELETED" or isinstance(uses, Rejected) else safe_charge(obj)
+            changed = self.usage.set_charge(key, charge) or changed
             if self._rejected(kind, key, uses) or changed:
                 self._changed()
             return
@@ -182,6 +188,7 @@ class Mirror(Freshness):
         self.rejections.replace(kind, {})
         if kind == "workloads":
             self.usage.replace_workloads(None)  # no Kueue: its pods count on their nodes
+            self.usage.replace_charges({})
         self.connected(kind)  # known absent, re-checked periodically: current until a check fails
         self.structure_changed = True
         self._changed()
@@ -196,7 +203,10 @@ class Mirror(Freshness):
         others = [o for objs in self.raw.values() for o in objs.values()]
         nodes = [node for _, node in self.nodes.values()]  # sorted off the loop, in `_assemble`
         left_out = (self.rejections.current(), self.rejections.version)
-        return _Inputs(nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out)
+        return _Inputs(
+            nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out,
+            self.usage.charged,
+        )  # fmt: skip
 
     def _changed(self) -> None:
         now = time.monotonic()

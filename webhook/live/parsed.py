@@ -16,6 +16,7 @@ from scorer.model import Node
 from webhook.live.usage import Assigned, Use
 from webhook.state.fields import metadata
 from webhook.state.nodes import parse_node, pod_usage
+from webhook.state.quota_usage import QuotaCharge, safe_charge
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
@@ -53,6 +54,7 @@ class Listing:
         self.nodes: dict[str, tuple[str, Node]] = {}
         self.pods: dict[str, Use] = {}
         self.workloads: dict[str, Assigned] = {}  # only those that take something
+        self.charges: dict[str, QuotaCharge] = {}  # their quota usage (`state.quota_usage`)
         self.rejected: dict[str, Rejected] = {}  # nodes, pods and Workloads that do not parse
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
@@ -77,8 +79,12 @@ class Listing:
                 assigned = workload_use(obj)
                 if isinstance(assigned, Rejected):
                     self.rejected[key] = assigned
-                elif assigned:
+                    continue
+                if assigned:
                     self.workloads[key] = assigned
+                charge = safe_charge(obj)
+                if charge is not None:
+                    self.charges[key] = charge
 
 
 def parsed_node(obj: Mapping[str, Any]) -> tuple[str, Node] | Rejected:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from scorer.ledger import FreeLedger
 from webhook.state.cluster import ClusterState
+from webhook.state.quota_usage import QuotaCharge
 from webhook.state.rejected import Rejected
 from webhook.state.workloads import AssignedUse, Scope
 
@@ -49,6 +50,8 @@ class UsageBook:
         self._journal: list[Change] | None = None
         self._shapes: dict[Shape, Shape] = {}
         self._assigned: Assigned | None = ()  # every Workload's usage, flattened (None: stale)
+        self.charges: dict[str, QuotaCharge] = {}  # Workload -> its quota usage
+        self._charged: tuple[QuotaCharge, ...] | None = ()  # flattened (None: stale)
 
     def replace(self, pods: Mapping[str, Use]) -> None:
         """A fresh list of pods. The ledgers are dropped: the caller rebuilds the snapshots."""
@@ -62,6 +65,28 @@ class UsageBook:
         self.tas_pods_count = workloads is None
         self._assigned = None
         self._recount()
+
+    def replace_charges(self, charges: Mapping[str, QuotaCharge]) -> None:
+        """A fresh list of Workloads' quota usage."""
+        self.charges, self._charged, self.changed = dict(charges), None, True
+
+    def set_charge(self, key: str, charge: QuotaCharge | None) -> bool:
+        """Workload ``key`` now holds ``charge`` of its ClusterQueue's quota; whether that changed."""
+        if self.charges.get(key) == charge:
+            return False
+        if charge is None:
+            self.charges.pop(key, None)
+        else:
+            self.charges[key] = charge
+        self._charged, self.changed = None, True
+        return True
+
+    @property
+    def charged(self) -> tuple[QuotaCharge, ...]:
+        """Every Workload's quota usage (a shared tuple, rebuilt after a change)."""
+        if self._charged is None:
+            self._charged = tuple(self.charges.values())
+        return self._charged
 
     def set(self, key: str, use: Use | None) -> bool:
         """Pod ``key`` now uses ``use`` (None: nothing); whether anything changed."""
@@ -131,7 +156,8 @@ class UsageBook:
         ``rejected`` (when given: a pod or Workload left out, or back) as its rejections."""
         snapshots = {key: ledger.publish(generation) for key, ledger in self.ledgers.items()}
         self.changed = False
-        return state.with_usage(dict(self.totals), snapshots, generation, self.assigned, rejected)
+        totals = dict(self.totals)
+        return state.with_usage(totals, snapshots, generation, self.assigned, rejected, self.charged)
 
     def _counts(self, kept: Kept) -> bool:
         """Whether a pod counts on its node: not a TAS pod, or no Workload is known."""

@@ -129,6 +129,8 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
         ),
         Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
         Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
+        # The cohort tree a ClusterQueue borrows in (parents, quotas, lending and borrowing limits).
+        Kind("cohorts", kueue, "Cohort", custom(KUEUE, kueue_version, "cohorts"), True),
         # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
         Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
         # What Kueue applies to pod specs before it counts them.

@@ -27,7 +27,9 @@ from webhook.model.podrequests import NO_DEFAULTS, PodDefaults
 from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults
 from webhook.state.fold import Fold
-from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology
+from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology
+from webhook.state.quota_tree import QuotaTree
+from webhook.state.quota_usage import QuotaCharge, usage_by_queue
 from webhook.state.rejected import EVENT_PARSED_KINDS, Rejected
 from webhook.state.workloads import AssignedUse, Scope
 
@@ -41,6 +43,7 @@ class ClusterState:
     flavors: Mapping[str, Flavor] = field(default_factory=dict)
     cluster_queues: Mapping[str, ClusterQueue] = field(default_factory=dict)
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    cohorts: Mapping[str, Cohort] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
@@ -54,6 +57,8 @@ class ClusterState:
     usage: Mapping[str, Mapping[str, int]] | None = None
     # Admitted TAS Workloads' usage per leaf domain, subtracted in the snapshots that see it.
     assigned: tuple[AssignedUse, ...] = ()
+    # Admitted Workloads' quota usage in their ClusterQueues (`state.quota_usage`).
+    charges: tuple[QuotaCharge, ...] = ()
     # Objects left out because tasgate cannot use them (malformed), sorted; `decide.depends`
     # answers "not checked" for a workload whose verdict depends on one of them.
     rejected: tuple[Rejected, ...] = ()
@@ -146,6 +151,7 @@ class ClusterState:
         generation: int,
         assigned: tuple[AssignedUse, ...],
         rejected: tuple[Rejected, ...] | None = None,
+        charges: tuple[QuotaCharge, ...] | None = None,
     ) -> ClusterState:
         """The next generation when only usage changed (pods, admitted Workloads): same nodes
         and objects, the writer's snapshots (trees shared, free capacity current) and usage;
@@ -154,6 +160,7 @@ class ClusterState:
             self,
             usage=usage,
             assigned=assigned,
+            charges=self.charges if charges is None else charges,
             generation=generation,
             rejected=self.rejected if rejected is None else rejected,
             _snapshots=dict(snapshots),
@@ -165,9 +172,12 @@ class ClusterState:
         prediction for its own admission is made on, when the state already counts it. Its
         snapshots are built afresh (lazily): a once-per-admission cost, never a review's."""
         kept = tuple(use for use in self.assigned if use.workload != workload)
-        if len(kept) == len(self.assigned):
+        charges = tuple(c for c in self.charges if c.workload != workload)
+        if len(kept) == len(self.assigned) and len(charges) == len(self.charges):
             return self
-        return replace(self, assigned=kept, _snapshots={}, _lock=threading.Lock())
+        snapshots = self._snapshots if len(kept) == len(self.assigned) else {}
+        lock = threading.Lock()
+        return replace(self, assigned=kept, charges=charges, _snapshots=dict(snapshots), _lock=lock)
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What LimitRanges of ``namespace`` and RuntimeClasses fill into its pod specs."""
@@ -184,6 +194,11 @@ class ClusterState:
     def rejected_in(self, kind: str, namespace: str) -> Rejected | None:
         """The first rejected object of ``kind`` in ``namespace`` (a LimitRange, say), if any."""
         return self._rejected_index.get((kind, namespace, None)) if self.rejected else None
+
+    @functools.cached_property
+    def quota_tree(self) -> QuotaTree:
+        """Kueue's quota tree on this state's usage (`state.quota_tree`), built on first use."""
+        return QuotaTree(self.cluster_queues, self.cohorts, usage_by_queue(self.charges))
 
     @functools.cached_property
     def _rejected_index(self) -> Mapping[tuple[str, str, str | None], Rejected]:
@@ -204,6 +219,7 @@ STRUCTURE = (
     "flavors",
     "cluster_queues",
     "local_queues",
+    "cohorts",
     "namespaces",
     "runtimes",
     "limit_ranges",
@@ -226,6 +242,7 @@ def build_state(
     usage: Mapping[str, Mapping[str, int]] | None = None,
     assigned: tuple[AssignedUse, ...] | None = None,
     rejected: Iterable[Rejected] = (),
+    charges: tuple[QuotaCharge, ...] | None = None,
 ) -> ClusterState:
     """Fold any mix of Nodes, Pods, Namespaces, Workloads and Kueue objects into one state.
 
@@ -250,6 +267,7 @@ def build_state(
         flavors=fold.flavors,
         cluster_queues=fold.cluster_queues,
         local_queues=fold.local_queues,
+        cohorts=fold.cohorts,
         namespaces=fold.namespaces,
         runtimes=fold.runtimes,
         limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},
@@ -259,5 +277,6 @@ def build_state(
         engine=engine,
         usage=usage,
         assigned=tuple(fold.workloads) if assigned is None else assigned,
+        charges=tuple(fold.charges) if charges is None else charges,
         rejected=tuple(sorted([*rejected, *fold.rejected])),
     )

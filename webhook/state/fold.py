@@ -16,8 +16,9 @@ from scorer.model import Node
 from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
 from webhook.state.fields import metadata, string_map
-from webhook.state.kueue import ClusterQueue, Flavor, LocalQueue, Topology, add_kueue_object
+from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
 from webhook.state.nodes import add_usage, parse_node, pod_usage
+from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import AssignedUse, is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
@@ -35,11 +36,13 @@ class Fold:
     from_pods: dict[str, dict[str, int]] = field(default_factory=dict)
     from_tas_pods: dict[str, dict[str, int]] = field(default_factory=dict)
     workloads: list[AssignedUse] = field(default_factory=list)
+    charges: list[QuotaCharge] = field(default_factory=list)
     seen_workloads: bool = False
     topologies: dict[str, Topology] = field(default_factory=dict)
     flavors: dict[str, Flavor] = field(default_factory=dict)
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    cohorts: dict[str, Cohort] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
     limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
@@ -76,7 +79,10 @@ class Fold:
             self._add_core(str(kind), name, namespace, obj)
         elif kind == "Workload" and group == KUEUE_GROUP:
             self.seen_workloads = True  # even a malformed one says Kueue counts usage
+            charge = quota_charge(obj)  # read first: a malformed Workload adds nothing
             self.workloads.extend(workload_usage(obj))
+            if charge is not None:
+                self.charges.append(charge)
         elif kind == "RuntimeClass" and group == "node.k8s.io":
             self.overheads[name] = runtime_overhead(obj)
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
@@ -91,6 +97,7 @@ class Fold:
                 self.flavors,
                 self.cluster_queues,
                 self.local_queues,
+                self.cohorts,
             )
 
     def _add_core(self, kind: str, name: str, namespace: str, obj: Mapping[str, Any]) -> None:

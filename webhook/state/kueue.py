@@ -1,5 +1,5 @@
 """Kueue's objects as tasgate reads them: Topology, ResourceFlavor, ClusterQueue (with its
-quotas and cohort) and LocalQueue, from `kueue.x-k8s.io` v1beta2 (or v1beta1) objects.
+quotas and cohort), Cohort and LocalQueue, from `kueue.x-k8s.io` v1beta2 (or v1beta1) objects.
 
 Quotas are read as Kueue reads them (`model.quantity.quota_amount`): ``nominalQuota: 1E`` of
 cpu is an unlimited quota, as in Kueue, not an error. A malformed object raises InvalidObject
@@ -8,7 +8,7 @@ naming it; the state leaves it out alone (`state.rejected`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scorer.model import Toleration
@@ -39,6 +39,7 @@ class FlavorQuota:
     name: str
     nominal: Mapping[str, int]
     borrowing_limit: Mapping[str, int]  # a quota may be ``quantity.UNLIMITED``
+    lending_limit: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,22 @@ class ClusterQueue:
     flavors: tuple[str, ...]  # every flavor of every resource group, in order, once
     groups: tuple[ResourceGroup, ...] = ()
     cohort: str | None = None
+    # spec.flavorFungibility.whenCanBorrow (v1beta2 default MayStopSearch): whether a flavor that
+    # fits only by borrowing ends Kueue's flavor search (``flavorassigner.shouldTryNextFlavor``).
+    try_next_when_borrowing: bool = False
 
     def group_covering(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.groups if resource in g.covered), None)
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """A ``Cohort`` object: a node of Kueue's cohort tree, with quotas of its own (lendable to
+    its children, or, within ``lendingLimit``, to its own parent)."""
+
+    name: str
+    parent: str | None
+    groups: tuple[ResourceGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,7 @@ def add_kueue_object(
     flavors: dict[str, Flavor],
     cqs: dict[str, ClusterQueue],
     lqs: dict[tuple[str, str], LocalQueue],
+    cohorts: dict[str, Cohort] | None = None,
 ) -> None:
     spec = obj.get("spec") or {}
     if not isinstance(spec, Mapping):
@@ -97,12 +112,34 @@ def add_kueue_object(
         cqs[name] = parse_cluster_queue(name, spec)
     elif kind == "LocalQueue":
         lqs[(namespace, name)] = LocalQueue(namespace, name, str(spec.get("clusterQueue", "")))
+    elif kind == "Cohort" and cohorts is not None:
+        cohorts[name] = parse_cohort(name, spec)
 
 
 def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
-    """Flavors in order, each resource group's quotas, and the cohort (``cohortName`` in
-    v1beta2, ``cohort`` in v1beta1)."""
-    where = f"ClusterQueue {name}: spec.resourceGroups"
+    """Flavors in order, each resource group's quotas, the cohort (``cohortName`` in v1beta2,
+    ``cohort`` in v1beta1) and ``flavorFungibility.whenCanBorrow``."""
+    names, groups = parse_resource_groups(f"ClusterQueue {name}: spec.resourceGroups", spec)
+    cohort = spec.get("cohortName") or spec.get("cohort")
+    fungibility = spec.get("flavorFungibility")
+    borrow = fungibility.get("whenCanBorrow") if isinstance(fungibility, Mapping) else None
+    try_next = borrow == "TryNextFlavor"
+    return ClusterQueue(
+        name, names, groups, str(cohort) if cohort else None, try_next_when_borrowing=try_next
+    )
+
+
+def parse_cohort(name: str, spec: Mapping[str, Any]) -> Cohort:
+    """A Cohort (``kueue.x-k8s.io/v1beta2``): its parent and its own resource groups' quotas."""
+    _, groups = parse_resource_groups(f"Cohort {name}: spec.resourceGroups", spec)
+    parent = spec.get("parentName")
+    return Cohort(name, str(parent) if parent else None, groups)
+
+
+def parse_resource_groups(
+    where: str, spec: Mapping[str, Any]
+) -> tuple[tuple[str, ...], tuple[ResourceGroup, ...]]:
+    """Every flavor named, in order and once, and each resource group's quotas."""
     names: list[str] = []
     groups = []
     for i, group in enumerate(object_list(spec.get("resourceGroups"), where)):
@@ -114,17 +151,18 @@ def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
                 names.append(flavor_name)
             flavors.append(_flavor_quota(flavor_name, flavor, f"{where}[{i}].flavors[{j}]"))
         groups.append(ResourceGroup(covered, tuple(flavors)))
-    cohort = spec.get("cohortName") or spec.get("cohort")
-    return ClusterQueue(name, tuple(names), tuple(groups), str(cohort) if cohort else None)
+    return tuple(names), tuple(groups)
 
 
 def _flavor_quota(name: str, raw: Mapping[str, Any], where: str) -> FlavorQuota:
     nominal: dict[str, int] = {}
     borrowing: dict[str, int] = {}
+    lending: dict[str, int] = {}
+    fields = (("nominalQuota", nominal), ("borrowingLimit", borrowing), ("lendingLimit", lending))
     for k, resource in enumerate(object_list(raw.get("resources"), f"{where}.resources")):
         r = str(resource.get("name", ""))
-        for field, into in (("nominalQuota", nominal), ("borrowingLimit", borrowing)):
-            value = resource.get(field)
+        for key, into in fields:
+            value = resource.get(key)
             if value is not None:
-                into[r] = quota_amount(r, value, f"{where}.resources[{k}].{field}")
-    return FlavorQuota(name, nominal, borrowing)
+                into[r] = quota_amount(r, value, f"{where}.resources[{k}].{key}")
+    return FlavorQuota(name, nominal, borrowing, lending)

@@ -138,7 +138,7 @@ def _figure(v: PodSetVerdict, lowest: str) -> PodSetFigure:
         fits_now=v.fits_now,
         fits_when_empty=fits_when_empty,
         hosts=_hosts(now),
-        waits=figure.message if (figure := must_wait(v, level)) is not None else "",
+        waits=figure.message if (figure := must_wait(v, level)) is not None else v.quota,
         never="" if fits_when_empty or never is None else _never(v, never, level),
     )
 
