@@ -383,9 +383,13 @@ def test_a_state_without_kueue_objects_says_so_and_checks_nothing(tmp_path: Path
     assert run.out.splitlines() == [
         "Job default/train: NOT CHECKED (no-tas)  [<stdin> (document 1)]",
         '  no TAS: it names no Kueue queue, and the policy\'s default Topology "default" is not in the state',
+        "  PodSet main: 2 pods, no TAS annotation; per pod cpu 4, memory 32Gi, nvidia.com/gpu 8",
+        "    not checked: this is what Kueue will be asked for",  # what Kueue will be asked for (18.7)
         f"Job default/tas-sample-required: NOT CHECKED (kueue-config)  [{queued} (document 1)]",
         "  queue tas-user-queue",
         '  warning: not checked: LocalQueue "default/tas-user-queue" not found',
+        "  PodSet main: 10 pods, required rack; per pod cpu 1, memory 200Mi",
+        "    not checked: this is what Kueue will be asked for",
         "checked 0: 0 admitted, 0 waits, 0 denied; 2 not checked; 0 errors",
     ]
     strict = tasgate("check", "-f", queued, "--state", str(path), "--fail-on", "unchecked")

@@ -31,7 +31,7 @@ def _block(r: Result) -> str:
         lines.append(f"  {d.message}")
     lines += [f"  warning: {w}" for w in d.warnings]
     for v in d.pod_sets:
-        lines += _pod_set(v)
+        lines += _pod_set(v, _unplaced(r))
     if d.patch:
         keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
         lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
@@ -54,11 +54,21 @@ def _where(d: Decision) -> str:
     return " · ".join(parts)
 
 
-def _pod_set(v: PodSetVerdict) -> list[str]:
+def _unplaced(r: Result) -> str:
+    """Why a PodSet of this result has no placement: not checked (what Kueue will be asked for),
+    denied before it was placed, or placed without TAS in a queue that mixes flavors."""
+    if r.decision is not None and r.decision.topology is not None:
+        return "not placed by TAS: no TAS annotation in a queue that mixes TAS and other flavors"
+    if r.outcome == "not-checked":
+        return "not checked: this is what Kueue will be asked for"
+    return "not placed: denied before placement"
+
+
+def _pod_set(v: PodSetVerdict, unplaced: str) -> list[str]:
     per_pod = ", ".join(f"{r} {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "nothing"
     head = f"  PodSet {v.name}: {v.count} pods, {_how(v)}; per pod {per_pod}"
     if not v.judged:
-        return [head, "    not placed by TAS: no TAS annotation in a queue that mixes TAS and other flavors"]
+        return [head, f"    {unplaced}"]
     lines = [head, f"    fits now: {_yes(v.now)} · fits when empty: {_yes(v.never)}{_partial(v)}"]
     rows = levels_json(v)
     if rows:
@@ -79,6 +89,8 @@ def _how(v: PodSetVerdict) -> str:
     req = v.request
     if req.mode is Mode.IMPLIED:
         return "implied (no annotation)"
+    if req.mode is Mode.NONE:  # not judged: whether Kueue implies TAS depends on the queue's flavors
+        return "no TAS annotation"
     how = str(req.mode.value) + (f" {short_level(req.level)}" if req.level else "")
     if req.slice_size and req.slice_level:
         how += f", slices of {req.slice_size} per {short_level(req.slice_level)}"

@@ -24,6 +24,7 @@ from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.slices import partial_slices
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
+from webhook.decide.unjudged import unjudged
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView, view_workload
@@ -83,6 +84,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         review.old_obj, obj, view, state.runtimes, defaults
     ):
         return _with(base, Reason.UNCHANGED)
+    base = replace(base, pod_sets=unjudged(view))  # not checked still lists what Kueue is asked for
     rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
     if rejected is not None:
         return _not_checked(base, state, queue, rejected)
