@@ -74,6 +74,8 @@ from e2e.fidelity_workloads import (
 )
 from e2e.fidelity_world import (
     BLOCK,
+    BLOCK0_FLAVOR,
+    BLOCK1_FLAVOR,
     BYPASS_NS,
     CPU_FLAVOR,
     GPU_FLAVOR,
@@ -108,6 +110,8 @@ from webhook.serve import certs
 
 __all__ = [  # what the tests import from here; the parts live in e2e.fidelity_world, _workloads, _audit
     "BLOCK",
+    "BLOCK0_FLAVOR",
+    "BLOCK1_FLAVOR",
     "BYPASS_NS",
     "CPU_FLAVOR",
     "Fidelity",
@@ -314,7 +318,7 @@ class Fidelity:
         directory = self.workdir / f"dump-{self._dumps:03d}"
         directory.mkdir()
         core = self.cp.kubectl("get", "nodes,pods,namespaces", "-A", "-o", "yaml").stdout
-        kinds = "topologies,resourceflavors,clusterqueues,localqueues" + (
+        kinds = "topologies,resourceflavors,clusterqueues,localqueues,cohorts" + (
             f",{WORKLOADS}" if workloads else ""
         )
         kueue = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout

@@ -31,6 +31,25 @@ GPU_FLAVOR, CPU_FLAVOR = "gpu-flavor", "cpu-flavor"
 TAS_CQ, MIXED_CQ, QUOTA_CQ = "tas-cq", "mixed-cq", "quota-cq"
 TAS_QUEUE, MIXED_QUEUE, QUOTA_QUEUE = "tas-queue", "mixed-queue", "quota-queue"
 QUOTA_GPUS = 16
+# Issue 18: quota in use, cohorts, two TAS flavors, partial admission limited by quota.
+BLOCK0_FLAVOR, BLOCK1_FLAVOR = "block0-flavor", "block1-flavor"  # the same topology, one block each
+LENDING_COHORT, STINGY_COHORT = "lending-cohort", "stingy-cohort"  # a Cohort object; an implicit one
+TIGHT_GPUS, PARTIAL_GPUS, BORROWER_GPUS, LENDER_GPUS, STINGY_LENDING = 24, 31, 8, 24, 4
+# queue -> (ClusterQueue, [(flavor, GPUs of nominal quota)], cohort, extra GPU quota fields)
+QUEUES_18: Mapping[str, tuple[str, Sequence[tuple[str, int]], str | None, Mapping[str, str]]] = {
+    "tight-queue": ("tight-cq", [(GPU_FLAVOR, TIGHT_GPUS)], None, {}),
+    "partial-queue": ("partial-cq", [(GPU_FLAVOR, PARTIAL_GPUS)], None, {}),
+    "borrow-queue": ("borrow-cq", [(GPU_FLAVOR, BORROWER_GPUS)], LENDING_COHORT, {}),
+    "lender-queue": ("lender-cq", [(GPU_FLAVOR, LENDER_GPUS)], LENDING_COHORT, {}),
+    "stingy-queue": ("stingy-cq", [(GPU_FLAVOR, BORROWER_GPUS)], STINGY_COHORT, {}),
+    "stingy-lender-queue": (
+        "stingy-lender-cq",
+        [(GPU_FLAVOR, LENDER_GPUS)],
+        STINGY_COHORT,
+        {"lendingLimit": str(STINGY_LENDING)},
+    ),
+    "two-flavor-queue": ("two-flavor-cq", [(BLOCK0_FLAVOR, 10000), (BLOCK1_FLAVOR, 10000)], None, {}),
+}
 BLOCKS, RACKS_PER_BLOCK, HOSTS_PER_RACK = 2, 4, 4
 GPU_ALLOCATABLE: Mapping[str, str] = {
     "cpu": "64",
@@ -99,12 +118,15 @@ def _quota(cpu: str, memory: str, gpus: str) -> list[dict[str, str]]:
     ]
 
 
-def _cluster_queue(name: str, flavors: Sequence[tuple[str, list[dict[str, str]]]]) -> dict[str, Any]:
+def _cluster_queue(
+    name: str, flavors: Sequence[tuple[str, list[dict[str, str]]]], cohort: str | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": KUEUE_API_VERSION,
         "kind": "ClusterQueue",
         "metadata": {"name": name},
         "spec": {
+            **({"cohortName": cohort} if cohort else {}),
             "namespaceSelector": {},
             "resourceGroups": [
                 {
@@ -141,9 +163,12 @@ def kueue_objects() -> list[dict[str, Any]]:
         _cluster_queue(TAS_CQ, [(GPU_FLAVOR, ample)]),
         _cluster_queue(MIXED_CQ, [(GPU_FLAVOR, ample), (CPU_FLAVOR, _quota("1000", "10Ti", "0"))]),
         _cluster_queue(QUOTA_CQ, [(GPU_FLAVOR, _quota("1000", "10Ti", str(QUOTA_GPUS)))]),
+        *issue_18_objects(),
     ]
+    queues = [(TAS_QUEUE, TAS_CQ), (MIXED_QUEUE, MIXED_CQ), (QUOTA_QUEUE, QUOTA_CQ)]
+    queues += [(queue, spec[0]) for queue, spec in QUEUES_18.items()]
     for namespace in (NS, BYPASS_NS):
-        for queue, cq in ((TAS_QUEUE, TAS_CQ), (MIXED_QUEUE, MIXED_CQ), (QUOTA_QUEUE, QUOTA_CQ)):
+        for queue, cq in queues:
             objects.append(
                 {
                     "apiVersion": KUEUE_API_VERSION,
@@ -155,7 +180,31 @@ def kueue_objects() -> list[dict[str, Any]]:
     return objects
 
 
+def issue_18_objects() -> list[dict[str, Any]]:
+    """The block flavors, the Cohort object and the ClusterQueues of ``QUEUES_18``."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": KUEUE_API_VERSION,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {"pool": "gpu", BLOCK: block}, "topologyName": TOPOLOGY},
+        }
+        for name, block in ((BLOCK0_FLAVOR, "b0"), (BLOCK1_FLAVOR, "b1"))
+    ]
+    objects.append(
+        {"apiVersion": KUEUE_API_VERSION, "kind": "Cohort", "metadata": {"name": LENDING_COHORT}, "spec": {}}
+    )
+    for cq, flavors, cohort, limits in QUEUES_18.values():
+        quotas = []
+        for flavor, gpus in flavors:
+            quota = _quota("1000", "10Ti", str(gpus))
+            quota[-1].update(limits)
+            quotas.append((flavor, quota))
+        objects.append(_cluster_queue(cq, quotas, cohort))
+    return objects
+
+
 def cluster_queues_active(cp: ControlPlane) -> bool:
     items = cp.kubectl_json("get", "clusterqueues.kueue.x-k8s.io")["items"]
     names = {item["metadata"]["name"] for item in items if condition_true(item, "Active")}
-    return names >= {TAS_CQ, MIXED_CQ, QUOTA_CQ}
+    return names >= {TAS_CQ, MIXED_CQ, QUOTA_CQ, *(spec[0] for spec in QUEUES_18.values())}

@@ -5,7 +5,7 @@ registered with both of its production webhook configurations. For every row of 
 
 1. the prediction: ``tasgate check -o json`` on a dump of the cluster as it is at that moment
    (``kubectl get nodes,pods,namespaces -A`` and ``kubectl get topologies,resourceflavors,
-   clusterqueues,localqueues,workloads -A``), the documented offline mode;
+   clusterqueues,localqueues,cohorts,workloads -A``), the documented offline mode;
 2. the live webhook must decide the same (a server-side dry run, until its mirror caught up);
 3. ``kubectl apply`` through both webhooks, then Kueue decides, polled:
 
@@ -29,6 +29,7 @@ tasgate) then fails on that, not silently on something else. Missing binaries FA
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -40,6 +41,7 @@ import pytest
 from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
 from e2e.fidelity import (
     BLOCK,
+    BLOCK1_FLAVOR,
     BYPASS_NS,
     CPU_FLAVOR,
     GPU_FLAVOR,
@@ -103,6 +105,11 @@ class Row:
     ``offset_at``: path to a template Kueue marks with ``pod-index-offset: "1"``.
     ``before``: a gang Kueue admits just before the case (no kube-controller-manager here: it has
     no pods, only its TopologyAssignment holds capacity, as right after any admission).
+    ``warning``: a text one of tasgate's warnings must contain (the row's design: "fits by borrowing").
+    ``pending``: a "waits" Kueue keeps pending for good (a cohort that will not lend): its message
+    must contain ``kueue_message``, and nothing is freed.
+    For a "waits" on quota in use, Kueue's pending message must contain the Kueue text tasgate
+    quotes, and ``kueue_message`` when given.
     """
 
     obj: dict[str, Any]
@@ -115,6 +122,8 @@ class Row:
     flavors: Mapping[str, str] | None = None
     offset_at: tuple[str, ...] = ()
     before: dict[str, Any] | None = None
+    warning: str = ""
+    pending: bool = False
 
 
 def fits(obj: dict[str, Any], **kw: Any) -> Row:
@@ -130,6 +139,7 @@ def denied(
 RACK_REQUIRED = {REQUIRED: RACK}
 LAYERS = json.dumps([{"topology": RACK, "size": 8}, {"topology": HOST, "size": 2}])
 ONE_PER_RACK = {f"b{b}-r{r}-h0": 8 for b in range(2) for r in range(RACKS_PER_BLOCK)}
+BLOCK0_ONE_PER_RACK = {f"b0-r{r}-h0": 8 for r in range(RACKS_PER_BLOCK)}
 
 ROWS: dict[str, Row] = {
     # Kueue counts an admitted gang's assignment at once, pods or not: a second gang that needs
@@ -254,6 +264,49 @@ ROWS: dict[str, Row] = {
         "insufficient quota for nvidia.com/gpu in flavor gpu-flavor",
         reasons=frozenset({"over-quota"}),
     ),
+    # --- issue 18: quota as Kueue counts it ---
+    # tight-cq holds 24 GPUs; the gang before it takes 16: 16 more are 8 more than the 8 unused.
+    "tight-queue-filled-then-asked-again": Row(
+        job("tight-queue-filled-then-asked-again", 2, RACK_REQUIRED, queue="tight-queue"),
+        True,
+        frozenset({"waits"}),
+        before=job("tight-queue-first", 2, RACK_REQUIRED, queue="tight-queue"),
+        kueue_message="insufficient unused quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+    ),
+    # borrow-cq holds 8 GPUs; lender-cq lends its 24 in the Cohort lending-cohort: 16 fit by borrowing.
+    "cohort-lends": fits(
+        job("cohort-lends", 2, RACK_REQUIRED, queue="borrow-queue"),
+        warning='fits by borrowing from cohort "lending-cohort"',
+    ),
+    # stingy-lender-cq lends at most 4 of its 24 (lendingLimit): stingy-cq can take 8 + 4 = 12.
+    "cohort-lending-limit-stops-it": Row(
+        job("cohort-lending-limit-stops-it", 2, RACK_REQUIRED, queue="stingy-queue"),
+        True,
+        frozenset({"waits"}),
+        pending=True,
+        kueue_message="> maximum capacity (12)",
+    ),
+    # two-flavor-cq: block0-flavor then block1-flavor. Block 0 has 3 free hosts per rack now, so Kueue's
+    # placement fails there and its next scheduling cycle goes on to block1-flavor.
+    "two-flavors-only-the-second-fits-now": fits(
+        job("two-flavors-only-the-second-fits-now", 4, RACK_REQUIRED, queue="two-flavor-queue"),
+        usage=BLOCK0_ONE_PER_RACK,
+        flavors={"main": BLOCK1_FLAVOR},
+    ),
+    # partial-cq holds 31 GPUs: 8 pods x 4 GPUs do not fit, Kueue's search settles on 7 (28 GPUs).
+    "partial-admission-limited-by-quota": Row(
+        job(
+            "partial-admission-limited-by-quota",
+            8,
+            RACK_REQUIRED,
+            gpus=4,
+            queue="partial-queue",
+            job_annotations={MIN_PARALLELISM: "7"},
+        ),
+        True,
+        frozenset({"fits"}),
+        counts={"main": 7},
+    ),
     # The nodes have ephemeral-storage, tas-cq does not cover it (Kueue's BlockUndeclared default).
     "resource-not-in-cluster-queue": denied(
         job("resource-not-in-cluster-queue", 2, RACK_REQUIRED, extra={"ephemeral-storage": "10Gi"}),
@@ -319,6 +372,13 @@ def compare(row: Row, verdict: Mapping[str, Any], outcomes: list[KueueOutcome]) 
         )
 
 
+def quoted_kueue_texts(verdict: Mapping[str, Any]) -> list[str]:
+    """Kueue's reasons that tasgate quotes in a waits-for-quota warning (``(Kueue: "…")``)."""
+    marker = 'Kueue: "'
+    quoted = [w.split(marker, 1)[1].rsplit('"', 1)[0] for w in verdict.get("warnings") or () if marker in w]
+    return [reason for text in quoted for reason in re.split(r", (?=insufficient )", text)]
+
+
 def tasgate_denials_of(world: Fidelity, obj: Mapping[str, Any]) -> list[str]:
     return [
         f"{e.get('verb')} by {e.get('userAgent')}: {message}"
@@ -362,11 +422,17 @@ def allowed_case(
         stored = json.loads(result.stdout)
         assert annotations_at(stored, row.offset_at).get(POD_INDEX_OFFSET) == "1", stored
     obj = row.obj
+    if row.warning:
+        assert any(row.warning in w for w in verdict.get("warnings") or ()), describe(verdict)
     if verdict["reason"] == "waits" and row.counts is None:
         try:
-            world.stays_pending(obj)
+            (pending,) = world.stays_pending(obj)
         except AssertionError as exc:
             raise AssertionError(f"tasgate predicted 'waits' ({describe(verdict)}): {exc}") from None
+        for text in [row.kueue_message, *quoted_kueue_texts(verdict)]:
+            assert text in pending.message, (text, pending.message)
+        if row.pending:
+            return
         world.remove_usage(pods)
         pods.clear()
         if row.before is not None:

@@ -21,6 +21,7 @@ from tests.webhook.quota_world import (
     resources,
     state,
 )
+from webhook.decide.quota_text import waits_for_quota
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import parse_cluster_queue, parse_cohort
 from webhook.state.quota_tree import QuotaTree, available, borrowing_height, potential_available
@@ -45,10 +46,8 @@ def test_a_tight_queue_filled_then_asked_again_waits_with_kueues_words() -> None
     used = admitted("first", "cq", {GPU: "20", "cpu": "4"}, "gpu")
     d = judge(gang(1), world(used), NONE)
     assert (d.allowed, d.reason) == (True, "waits")
-    expected = (
-        "couldn't assign flavors to pod set main: "
-        "insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed"
-    )
+    expected = 'Kueue: "insufficient unused quota for nvidia.com/gpu in flavor gpu, 4 more needed"'
+
     assert any(expected in w for w in d.warnings), d.warnings
     (v,) = d.pod_sets
     assert v.now is not None and v.now.fits and not v.fits_now  # the topology fits: quota holds it back
@@ -94,7 +93,9 @@ def test_a_cohort_that_lends_admits_by_borrowing_and_says_so() -> None:
     d = judge(gang(2), cohort_world(), NONE)
     assert (d.allowed, d.reason) == (True, "fits")
     assert any(
-        'fits by borrowing from cohort "co"' in w and "16 in use with it, 8 nominal" in w for w in d.warnings
+        'fits by borrowing from cohort "co"' in w
+        and "uses 16 of its 8 nominal nvidia.com/gpu in flavor gpu" in w
+        for w in d.warnings
     )
 
 
@@ -170,3 +171,15 @@ def test_an_implicit_cohort_pools_its_members_quota() -> None:
     a = tree.queue("a")
     assert a is not None and a.parent is not None and a.parent.name == "pool"
     assert (available(a, GPU_FR), potential_available(a, GPU_FR)) == (5, 8)
+
+
+def test_kueues_reasons_fit_an_admission_warning() -> None:
+    # Every resource short in both flavors: six reasons, more than 256 characters of them.
+    reasons = [
+        f"insufficient unused quota for {r} in flavor f{i}, 9 more needed"
+        for r in ("cpu", "memory", GPU)
+        for i in (1, 2)
+    ]
+    text = waits_for_quota("workers", reasons)
+    assert len(text) <= 256 and text.endswith(" more)") and sorted(reasons)[0] in text
+    assert waits_for_quota("w", reasons[:1]) == f'PodSet "w" waits for quota in use (Kueue: "{reasons[0]}")'

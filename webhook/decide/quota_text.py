@@ -1,25 +1,31 @@
-"""What a verdict says about quota in use: Kueue's own words when it waits, and borrowing."""
+"""What a verdict says about quota in use: Kueue's own words when it waits, and borrowing.
+
+Both are admission warnings, which the API server truncates at 256 characters: Kueue's reasons
+come first, as many as fit whole, and the count of those left out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from webhook.decide.messages import ADMISSION_WARNING_LIMIT, clip
 from webhook.decide.quota_now import QueueQuota, QuotaFit
 from webhook.model.quantity import format_quantity
 
-
-def kueue_message(pod_set: str, reasons: Sequence[str]) -> str:
-    """``Assignment.Message`` of Kueue v0.19.2: the reasons sorted, joined with ", "."""
-    return f"couldn't assign flavors to pod set {pod_set}: {', '.join(sorted(reasons))}"
+QUOTED = 'Kueue: "'  # what precedes Kueue's own reasons in a waits-for-quota warning
 
 
 def waits_for_quota(pod_set: str, reasons: Sequence[str]) -> str:
-    """The topology fits now, the quota free now does not: it waits until quota is released."""
-    return (
-        f'PodSet "{pod_set}" waits for quota in use: Kueue keeps it pending '
-        f'("{kueue_message(pod_set, reasons)}") until admitted workloads of its ClusterQueue or '
-        "cohort release quota"
-    )
+    """The topology fits now, the quota free now does not. Kueue's reasons (``Assignment.Message``
+    sorts them and joins them with ", ") as many as the warning holds."""
+    head = f'PodSet "{pod_set}" waits for quota in use ({QUOTED}'
+    ordered = sorted(reasons)
+    for kept in range(len(ordered), 0, -1):
+        more = len(ordered) - kept
+        text = f'{head}{", ".join(ordered[:kept])}"{f", {more} more" if more else ""})'
+        if len(text) <= ADMISSION_WARNING_LIMIT:
+            return text
+    return clip(f'{head}{", ".join(ordered)}")')
 
 
 def borrowing_note(fit: QuotaFit, quota: QueueQuota) -> tuple[str, ...]:
@@ -27,11 +33,8 @@ def borrowing_note(fit: QuotaFit, quota: QueueQuota) -> tuple[str, ...]:
     if not fit.borrow or not fit.borrowed:
         return ()
     parts = [
-        f"{resource} in flavor {flavor}: {format_quantity(resource, total)} in use with it, "
-        f"{format_quantity(resource, nominal)} nominal"
-        for flavor, resource, total, nominal in fit.borrowed
+        f"{format_quantity(r, total)} of its {format_quantity(r, nominal)} nominal {r} in flavor {flavor}"
+        for flavor, r, total, nominal in fit.borrowed
     ]
-    return (
-        f'fits by borrowing from cohort "{quota.root}": ClusterQueue "{quota.cq.name}" goes over its '
-        f"nominal quota ({'; '.join(parts)}); Kueue may reclaim borrowed quota for the lenders",
-    )
+    where = f'fits by borrowing from cohort "{quota.root}": ClusterQueue "{quota.cq.name}"'
+    return (clip(f"{where} uses {', '.join(parts)}"),)
