@@ -4,7 +4,7 @@ Kueue's Job webhook accepts ``podset-slice-size`` up to the pod count, and its T
 (``findTopologyAssignment``) assigns whole slices only: ``count / sliceSize`` slices, so 5 pods in
 slices of 2 get a TopologyAssignment for 4. This module runs that on the real parts (Kueue v0.19.2,
 kube-controller-manager's Job controller creating the Pods, kwok running them, the Coscheduling
-scheduler) and proves what tasgate's ``partial-slice`` denial relies on:
+scheduler) and proves what tasgate's verdicts on it rely on:
 
 1. Kueue admits the Workload with ``count`` 5 and a TopologyAssignment of 4 pods, both with a
    required and a preferred level;
@@ -15,8 +15,10 @@ scheduler) and proves what tasgate's ``partial-slice`` denial relies on:
 4. in a Coscheduling gang of the whole count (PodGroup minMember 5, the group tasgate's policy makes)
    none of the 5 ever runs: Coscheduling refuses the 4 ungated pods at PreFilter ("cannot proceed
    due to gated pods in the same PodGroup");
-5. fidelity: ``tasgate check`` on a dump taken before each submission says ``partial-slice`` with
-   the same pods per host as Kueue's TopologyAssignment, for 5/2 and 7/3.
+5. fidelity: ``tasgate check`` on a dump taken before each submission predicts the same pods per
+   host as Kueue's TopologyAssignment, for 5/2, 7/3 and 3/2; it admits the Job as written (no
+   gang: it runs, its leftover pods later) with a warning, and denies it as ``partial-slice``
+   when its user made it a gang (point 4).
 
 Kwok has no pod-complete stage here (e2e/cluster.py), so pods run until the test ends them.
 Missing binaries fail, never skip.
@@ -253,6 +255,14 @@ def test_in_a_gang_of_the_whole_count_no_pod_ever_runs(cp: ControlPlane) -> None
         cp.kubectl("delete", "podgroups.scheduling.x-k8s.io", name, "-n", NS)
 
 
+def with_gang_label(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with its user's own Coscheduling gang label on the pod template."""
+    gang = json.loads(json.dumps(obj))
+    meta = gang["spec"]["template"].setdefault("metadata", {})
+    meta.setdefault("labels", {})["scheduling.x-k8s.io/pod-group"] = f"{obj['metadata']['name']}-gang"
+    return dict(gang)
+
+
 @pytest.mark.parametrize(
     ("pods", "size", "mode"),
     [
@@ -262,7 +272,7 @@ def test_in_a_gang_of_the_whole_count_no_pod_ever_runs(cp: ControlPlane) -> None
     ],
     ids=["5/2", "7/3", "3/2"],
 )
-def test_tasgate_predicts_what_kueue_places_and_denies_it(
+def test_tasgate_predicts_what_kueue_places_and_judges_it(
     cp: ControlPlane, tmp_path: Path, pods: int, size: int, mode: Mapping[str, str]
 ) -> None:
     name = f"fid-{pods}-{size}"
@@ -276,8 +286,14 @@ def test_tasgate_predicts_what_kueue_places_and_denies_it(
         ((_, hosts),) = predicted_podsets(verdict).values()
         ((_, _, kueue_hosts),) = kueue_outcome(workload).podsets.values()
         assert hosts == dict(kueue_hosts), (verdict, kueue_hosts)
-        assert (verdict["allowed"], verdict["reason"]) == (False, "partial-slice"), verdict
-        assert f"{placed} of {pods} pods" in verdict["message"], verdict["message"]
+        # No gang as written: it runs (the leftover pods later), so it is admitted with a warning
+        # and the policy adds no gang; made a gang by its user, it never runs and is denied.
+        assert verdict["allowed"] and verdict["reason"] in ("fits", "waits"), verdict
+        (warning,) = [w for w in verdict["warnings"] if "stay gated until a placed pod ends" in w]
+        assert f"{placed} of {pods} pods" in warning and not verdict["podGroups"], verdict
+        gang = check(with_gang_label(obj), tmp_path / "state")
+        assert (gang["allowed"], gang["reason"]) == (False, "partial-slice"), gang
+        assert f"{placed} of {pods} pods" in gang["message"], gang["message"]
         wait_census(cp, name, {"gated": pods - placed, "running": placed, "unbound": 0})
     finally:
         delete(cp, name)

@@ -30,6 +30,7 @@ PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 SLICE = "kueue.x-k8s.io/podset-slice-required-topology"
 SIZE = "kueue.x-k8s.io/podset-slice-size"
 LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+COSCHEDULING = "scheduling.x-k8s.io/pod-group"
 
 
 def sliced(pods: int, annotations: Mapping[str, str], gpus: int = 8) -> dict[str, Any]:
@@ -72,10 +73,10 @@ def placed_pods(d: Decision) -> int:
     ],
     ids=["5/2 required", "7/3 required", "3/2 preferred", "7/3 constraints"],
 )
-def test_a_count_slices_do_not_divide_is_denied_with_what_kueue_does(
+def test_a_gang_whose_slices_do_not_divide_its_count_is_denied_with_what_kueue_does(
     pods: int, annotations: Mapping[str, str], size: int, per: str
 ) -> None:
-    d = check(sliced(pods, annotations, gpus=4))
+    d = check(ganged(sliced(pods, annotations, gpus=4)))
     placed = pods // size * size
     assert (d.allowed, d.reason) == (False, Reason.PARTIAL_SLICE), d.message
     admits = f"Kueue admits {placed} of {pods} pods, as {placed // size} whole slice(s) of {size} per {per}"
@@ -88,13 +89,29 @@ def test_a_count_slices_do_not_divide_is_denied_with_what_kueue_does(
     assert d.patch == () and d.pod_groups == ()
 
 
+def ganged(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` made a gang by its user: the Coscheduling label on its pod template."""
+    obj["spec"]["template"]["metadata"].setdefault("labels", {})[COSCHEDULING] = "my-gang"
+    return obj
+
+
+def test_without_a_gang_it_runs_and_is_admitted_with_a_warning() -> None:
+    """Measured on the real stack: the leftover pod starts when a placed one ends."""
+    d = check(sliced(5, {REQUIRED: RACK, SLICE: HOST, SIZE: "2"}, gpus=4))
+    assert (d.allowed, d.reason) == (True, Reason.FITS), d.message
+    (warning,) = [w for w in d.warnings if "stay gated until a placed pod ends" in w]
+    assert "Kueue admits 4 of 5 pods now, as 2 whole slice(s) of 2 per node" in warning
+    assert "A multiple of 2 (4 or 6) runs at once" in warning
+    assert placed_pods(d) == 4
+
+
 def test_the_same_request_at_a_count_the_slices_divide_is_admitted() -> None:
     d = check(sliced(6, {REQUIRED: BLOCK, SLICE: RACK, SIZE: "3"}, gpus=4))
     assert (d.allowed, d.reason) == (True, Reason.FITS) and placed_pods(d) == 6
 
 
 def test_several_left_over_pods_are_counted() -> None:
-    d = check(sliced(8, {REQUIRED: BLOCK, SLICE: RACK, SIZE: "3"}, gpus=4))
+    d = check(ganged(sliced(8, {REQUIRED: BLOCK, SLICE: RACK, SIZE: "3"}, gpus=4)))
     assert d.reason is Reason.PARTIAL_SLICE and "2 pods get no domain and stay gated" in d.message
 
 
@@ -103,10 +120,13 @@ def test_a_never_fitting_sliced_request_keeps_its_own_cause() -> None:
     assert d.reason is Reason.NEVER_FITS, d.message
 
 
-def test_a_gang_the_policy_groups_is_denied_and_gets_no_podgroup() -> None:
+def test_the_policy_makes_no_gang_of_it() -> None:
+    """The default policy would add a Coscheduling gang of all 5 pods, which would never start."""
     d = decide(Review(sliced(5, {REQUIRED: RACK, SLICE: HOST, SIZE: "2"}, gpus=4), "kueue-capture"),
                capture_cluster(), DEFAULT)  # fmt: skip
-    assert d.reason is Reason.PARTIAL_SLICE and d.pod_groups == () and d.patch == ()
+    assert d.allowed and d.pod_groups == (), d.message
+    assert COSCHEDULING not in str(d.patch)
+    assert any("no gang label added" in w for w in d.warnings)
 
 
 def test_the_reason_is_documented() -> None:

@@ -22,7 +22,7 @@ from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
-from webhook.decide.slices import partial_slices
+from webhook.decide.slices import has_leftover_slices, partial_slices
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.unjudged import unjudged
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
@@ -204,6 +204,8 @@ def _verdict(
         note = f"no gang labels added: its {wl.groups} replica groups are separate gangs"
         warnings.append(note)
         backend = None
+    if backend is not None and backend.backend != "none" and has_leftover_slices(view):
+        backend = None  # a gang of every pod never starts when only whole slices are placed
     name = gang.group_name(review.obj, review.uid)
     entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
     groups = gang.pod_groups(view, backend, base.namespace, entries)

@@ -41,8 +41,8 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         Reason.WAITS: "allowed with a warning: fits the empty cluster, not the free capacity now",
         Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
         Reason.PARTIAL_SLICE: (
-            "denied: the slice size does not divide the pod count; Kueue places whole slices only, "
-            "and the pods left over never run beside the others"
+            "denied: a gang whose slice size does not divide its pod count; Kueue places whole "
+            "slices only, and the gang's pods left over never start, so none does"
         ),
         Reason.OVER_QUOTA: "denied: its ClusterQueue lacks a resource, or can never give that much",
         Reason.INVALID: "denied: a TAS annotation, gang label or template field is invalid",

@@ -1,18 +1,22 @@
-"""A slice size that does not divide the pod count: Kueue admits it, and the pods left over never run.
+"""A slice size that does not divide the pod count: Kueue admits it, and the pods left over wait.
 
 Kueue's webhook checks only ``size <= count``; its TAS placement then assigns ``count / size``
 whole slices, and its topology ungater ungates no more pods than that assignment holds. What
 becomes of the rest was measured on the real stack (tests/e2e_cluster/test_slices.py): they keep
 the ``kueue.x-k8s.io/topology`` scheduling gate for as long as the placed pods run, start only in
-the place of one that ends, and in a gang of the whole count none of the pods ever starts. A
-training gang so submitted never runs as asked, so it is denied with that cause (``partial-slice``),
-and with the placement Kueue would make kept in the verdict.
+the place of one that ends, and in a gang of the whole count none of the pods ever starts.
+
+So a workload the user made a gang (gang labels on its templates, or an operator's own gang) never
+runs and is denied with that cause (``partial-slice``); one without a gang runs, its leftover pods
+later, and is admitted with a warning saying so. The policy adds no gang to it
+(``decision._gang_backend``): that gang would be what keeps it from ever running.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from webhook.decide.gang import user_gang
 from webhook.decide.messages import short_level
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision
@@ -20,12 +24,19 @@ from webhook.model.podset import WorkloadView
 from webhook.rules.tasgate import leftover_slices
 
 
+def has_leftover_slices(view: WorkloadView) -> bool:
+    return any(leftover_slices(p) is not None for p in view.pod_sets)
+
+
 def partial_slices(decision: Decision, view: WorkloadView) -> Decision:
-    """``decision`` denied as ``partial-slice`` when it would be allowed and a PodSet's slices do
-    not divide its count; unchanged otherwise (a never-fits denial keeps its own cause)."""
+    """When a PodSet's slices do not divide its count and ``decision`` would be allowed: denied as
+    ``partial-slice`` for a gang the user made, else a warning. A denial keeps its own cause."""
     left = [x for x in map(leftover_slices, view.pod_sets) if x is not None]
     if not left or not decision.allowed:
         return decision
+    if not user_gang(view):
+        notes = tuple(leftover_warning(x.pod_set, x.count, x.size, x.level) for x in left)
+        return replace(decision, warnings=(*decision.warnings, *notes))
     text = " ".join(leftover_text(x.pod_set, x.count, x.size, x.level) for x in left)
     audit = {**decision.audit, "decision": "deny", "reason": Reason.PARTIAL_SLICE.value}
     return replace(
@@ -36,6 +47,19 @@ def partial_slices(decision: Decision, view: WorkloadView) -> Decision:
         audit=audit,
         patch=(),
         pod_groups=(),
+    )
+
+
+def leftover_warning(pod_set: str, count: int, size: int, level: str) -> str:
+    """The same facts for a workload without a gang: it runs, its leftover pods one by one later."""
+    placed = count // size * size
+    left = count - placed
+    fix = " or ".join(str(n) for n in (placed, placed + size) if n > 0)
+    return (
+        f'PodSet "{pod_set}": Kueue admits {placed} of {count} pods now, as {placed // size} whole '
+        f"slice(s) of {size} per {short_level(level)}; the other {left} stay gated until a placed "
+        f"pod ends, and then start in its place (no gang label added: a gang of all {count} would "
+        f"never start). A multiple of {size} ({fix}) runs at once."
     )
 
 
