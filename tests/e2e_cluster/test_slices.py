@@ -155,7 +155,7 @@ def dump(cp: ControlPlane, directory: Path) -> Path:
     """The documented `tasgate check --state` dump: core objects and Kueue's, as kubectl prints them."""
     directory.mkdir(parents=True, exist_ok=True)
     core = cp.kubectl("get", "nodes,pods,namespaces", "-A", "-o", "yaml").stdout
-    kinds = "topologies,resourceflavors,clusterqueues,localqueues,workloads.kueue.x-k8s.io"
+    kinds = "topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloads.kueue.x-k8s.io"
     (directory / "core.yaml").write_text(core)
     (directory / "kueue.yaml").write_text(cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout)
     return directory

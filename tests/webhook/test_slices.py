@@ -234,3 +234,12 @@ def test_a_blocking_cause_names_the_slices_too() -> None:
 def test_must_wait_counts_slices(annotations: Mapping[str, str], says: str) -> None:
     d = check(sliced(8, annotations), capture_cluster(busy=1))
     assert d.reason is Reason.WAITS and any(says in w for w in d.warnings), d.warnings
+
+
+def test_a_volcano_gang_is_warned_not_denied() -> None:
+    """Only a Coscheduling gang of the leftover PodSet's own pods was seen never to start; a
+    Volcano gang's minMember may be no more than the placed pods."""
+    obj = sliced(5, {REQUIRED: RACK, SLICE: HOST, SIZE: "2"}, gpus=4)
+    obj["spec"]["template"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "pg"
+    d = check(obj)
+    assert d.allowed and any("stay gated until a placed pod ends" in w for w in d.warnings), d.message

@@ -57,7 +57,8 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
         "--state", "--cluster", dest="state", action="append", metavar="FILE|DIR",
         help="cluster state from these files (repeatable; --cluster is an alias): what `kubectl get "
         "nodes,pods,namespaces,limitranges -A -o yaml` and `kubectl get topologies,resourceflavors,"
-        "clusterqueues,localqueues,workloads -A -o yaml` print; default: the embedded sample GPU cluster",
+        "clusterqueues,localqueues,cohorts,workloads -A -o yaml` print; default: the embedded "
+        "sample GPU cluster",
     )  # fmt: skip
     parser.add_argument(
         "--live", action="store_true",

@@ -116,11 +116,6 @@ def members(wl: WorkloadPodSets) -> list[PodSetTemplate]:
     ]
 
 
-def user_gang(view: WorkloadView) -> bool:
-    """The workload is a gang as written: gang labels on its templates, or its operator's own."""
-    return view.workload.operator_gang is not None or _any_gang_mark(view.pod_sets)
-
-
 def _any_gang_mark(pod_sets: Sequence[PodSetView]) -> bool:
     return any(
         any(k in p.labels for k in ann.COSCHEDULING_LABELS) or ann.VOLCANO_GROUP_ANNOTATION in p.annotations

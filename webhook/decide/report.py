@@ -60,6 +60,8 @@ def pod_set_json(v: PodSetVerdict) -> dict[str, Any]:
         "minCount": v.min_count,
         "admittedNow": v.admitted,
         "admissible": v.admissible,
+        "fitsNow": v.fits_now,  # the topology now (``now.fits``) and the quota free now
+        "quotaNow": v.quota or None,  # Kueue's reason when the quota free now does not hold it
         "now": placement_json(v.now, v.count),
         "whenEmpty": placement_json(v.never, v.count),
         "levels": levels_json(v),

@@ -11,13 +11,13 @@ for none (the cluster changed between the two calls): then the object is judged 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.decide.decision import decide
 from webhook.decide.messages import clip, left_out
 from webhook.decide.patch import added_keys
-from webhook.decide.policy import NONE_POLICY, Policy
+from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, Review
 from webhook.state.cluster import ClusterState
@@ -66,16 +66,16 @@ def judge(
         return Outcome(True, decision.reason, "", None, warnings, decision.patch, audit, decision)
     if decision.patch:
         if any(not decide(review, older, policy).patch for older in earlier):
-            return _as_written(review, state, decision)
+            return _as_written(review, state, policy, decision)
         return _mutation_missing(decision, warnings)
     return Outcome(True, decision.reason, "", None, warnings, (), audit, decision)
 
 
-def _as_written(review: Review, state: ClusterState, wanted: Decision) -> Outcome:
+def _as_written(review: Review, state: ClusterState, policy: Policy, wanted: Decision) -> Outcome:
     """The mutation was decided on a state that asked for none (a LocalQueue, a Topology or a
     Namespace label arrived between /mutate and /validate): Kueue runs the object as it is, so
     it is judged as written, and told what the policy would add now."""
-    decision = decide(review, state, NONE_POLICY)
+    decision = decide(review, state, replace(policy, rules=()))  # its settings kept, nothing injected
     keys = sorted({key for op in wanted.patch for key in added_keys(op)})
     note = (
         f"tasgate's policy now asks for {', '.join(keys)}; not added, because the cluster changed "

@@ -6,20 +6,21 @@ becomes of the rest was measured on the real stack (tests/e2e_cluster/test_slice
 the ``kueue.x-k8s.io/topology`` scheduling gate for as long as the placed pods run, start only in
 the place of one that ends, and in a gang of the whole count none of the pods ever starts.
 
-So a workload the user made a gang (gang labels on its templates, or an operator's own gang) never
-runs and is denied with that cause (``partial-slice``); one without a gang runs, its leftover pods
-later, and is admitted with a warning saying so. The policy adds no gang to it
-(``decision._gang_backend``): that gang would be what keeps it from ever running.
+So a PodSet whose own pods carry a Coscheduling gang label (the case measured) never runs and is
+denied with that cause (``partial-slice``). Any other (no gang, or a Volcano or operator gang whose
+minMember may be no more than the placed pods: not measured) is admitted with a warning saying
+what Kueue places. The policy adds no gang to such a workload (``decision._verdict``): that gang
+would be what keeps it from ever running.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from webhook.decide.gang import user_gang
 from webhook.decide.messages import short_level
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision
+from webhook.model import annotations as ann
 from webhook.model.podset import WorkloadView
 from webhook.rules.tasgate import leftover_slices
 
@@ -31,13 +32,14 @@ def has_leftover_slices(view: WorkloadView) -> bool:
 def partial_slices(decision: Decision, view: WorkloadView) -> Decision:
     """When a PodSet's slices do not divide its count and ``decision`` would be allowed: denied as
     ``partial-slice`` for a gang the user made, else a warning. A denial keeps its own cause."""
-    left = [x for x in map(leftover_slices, view.pod_sets) if x is not None]
-    if not left or not decision.allowed:
+    if not decision.allowed:
         return decision
-    if not user_gang(view):
-        notes = tuple(leftover_warning(x.pod_set, x.count, x.size, x.level) for x in left)
+    left = [(x, p) for p in view.pod_sets if (x := leftover_slices(p)) is not None]
+    ganged = [x for x, p in left if any(k in p.labels for k in ann.COSCHEDULING_LABELS)]
+    if not ganged:
+        notes = tuple(leftover_warning(x.pod_set, x.count, x.size, x.level) for x, _ in left)
         return replace(decision, warnings=(*decision.warnings, *notes))
-    text = " ".join(leftover_text(x.pod_set, x.count, x.size, x.level) for x in left)
+    text = " ".join(leftover_text(x.pod_set, x.count, x.size, x.level) for x in ganged)
     audit = {**decision.audit, "decision": "deny", "reason": Reason.PARTIAL_SLICE.value}
     return replace(
         decision,

@@ -9,11 +9,15 @@ from dataclasses import dataclass, field
 
 from webhook.state.cluster import ClusterState, same_structure
 
-# How long a state replaced by a change of structure (nodes, Kueue objects, namespaces) is kept
-# for /validate: the API server calls /mutate and /validate of one request within its webhook
-# timeouts (at most 30 s each), so the mutation may have been decided on a state that old.
+# How long a replaced state is kept for /validate: the API server calls /mutate and /validate of
+# one request within its webhook timeouts (at most 30 s each), so the mutation may have been
+# decided on a state that old. A mutation depends on structure (nodes, Kueue objects, namespaces)
+# and, through the flavor Kueue picks now, on usage too: the last few states of any change are
+# kept (usage changes come every 50 ms or so under churn), and those replaced by a change of
+# structure for longer.
 EARLIER_SECONDS = 60.0
-EARLIER_KEPT = 4  # a burst of rebuilds keeps the newest few, not an unbounded history
+EARLIER_KEPT = 4  # states replaced by a change of structure: a burst keeps the newest few
+RECENT_KEPT = 8  # states replaced by any change
 
 
 @dataclass
@@ -27,11 +31,14 @@ class StateHolder:
     confirmed: Callable[[], float | None] | None = None
     # States replaced by a change of structure, newest last, with when they were replaced.
     _earlier: deque[tuple[float, ClusterState]] = field(default_factory=lambda: deque(maxlen=EARLIER_KEPT))
+    _recent: deque[tuple[float, ClusterState]] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
 
     def publish(self, state: ClusterState) -> None:
         now = time.monotonic()
-        if self.current is not None and not same_structure(self.current, state):
-            self._earlier.append((now, self.current))
+        if self.current is not None and self.current is not state:
+            self._recent.append((now, self.current))
+            if not same_structure(self.current, state):
+                self._earlier.append((now, self.current))
         self.current, self.loaded_at = state, now
         self.fresh_at = self.loaded_at
 
@@ -39,7 +46,14 @@ class StateHolder:
         """The states a mutation of a request still being admitted may have been decided on,
         newest first (see ``decide.review.judge``)."""
         since = time.monotonic() - EARLIER_SECONDS
-        return tuple(state for at, state in reversed(self._earlier) if at >= since)
+        kept = sorted((*self._recent, *self._earlier), key=lambda pair: pair[0], reverse=True)
+        seen: set[int] = set()
+        states = []
+        for at, state in kept:
+            if at >= since and id(state) not in seen:
+                seen.add(id(state))
+                states.append(state)
+        return tuple(states)
 
     def age(self) -> float | None:
         at = self.fresh_at if self.confirmed is None else self.confirmed()

@@ -27,12 +27,12 @@ from scorer.model import Node
 from webhook.live import heap
 from webhook.live.freshness import Freshness
 from webhook.live.holder import StateHolder
-from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_use
+from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, UsageBook
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.fields import metadata
-from webhook.state.quota_usage import QuotaCharge, safe_charge
+from webhook.state.quota_usage import QuotaCharge
 from webhook.state.rejected import Rejected
 
 log = logging.getLogger("tasgate.live")
@@ -155,11 +155,11 @@ class Mirror(Freshness):
                 self._changed()
             return
         if kind == "workloads":
-            uses = () if event == "DELETED" else workload_use(obj)
-            changed = self.usage.set_workload(key, () if isinstance(uses, Rejected) else uses)
-            charge = None if event == "DELETED" or isinstance(uses, Rejected) else safe_charge(obj)
+            taken = None if event == "DELETED" else workload_found(obj)
+            uses, charge = taken if isinstance(taken, tuple) else ((), None)
+            changed = self.usage.set_workload(key, uses)
             changed = self.usage.set_charge(key, charge) or changed
-            if self._rejected(kind, key, uses) or changed:
+            if self._rejected(kind, key, taken) or changed:
                 self._changed()
             return
         if event == "DELETED":

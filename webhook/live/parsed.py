@@ -16,7 +16,7 @@ from scorer.model import Node
 from webhook.live.usage import Assigned, Use
 from webhook.state.fields import metadata
 from webhook.state.nodes import parse_node, pod_usage
-from webhook.state.quota_usage import QuotaCharge, safe_charge
+from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
@@ -76,13 +76,13 @@ class Listing:
                 elif use is not None:
                     self.pods[key] = use
             elif self.kind == "workloads":
-                assigned = workload_use(obj)
-                if isinstance(assigned, Rejected):
-                    self.rejected[key] = assigned
+                found = workload_found(obj)
+                if isinstance(found, Rejected):
+                    self.rejected[key] = found
                     continue
+                assigned, charge = found
                 if assigned:
                     self.workloads[key] = assigned
-                charge = safe_charge(obj)
                 if charge is not None:
                     self.charges[key] = charge
 
@@ -104,6 +104,24 @@ def pod_use(obj: Mapping[str, Any]) -> Use | Rejected | None:
         return None if found is None else (found[0], found[1], is_tas_pod(obj))
     except InvalidObject as exc:
         return rejected_of(obj, exc)
+
+
+def workload_charge(obj: Mapping[str, Any]) -> QuotaCharge | Rejected | None:
+    """The quota an admitted Workload holds (None when none), or why it is left out."""
+    try:
+        return quota_charge(obj)
+    except InvalidObject as exc:
+        return rejected_of(obj, exc)
+
+
+def workload_found(obj: Mapping[str, Any]) -> tuple[Assigned, QuotaCharge | None] | Rejected:
+    """What an admitted Workload takes: its leaf domains and its quota, or why it is left out
+    (then it counts for neither, as a dump's `state.fold` leaves it out whole)."""
+    uses = workload_use(obj)
+    if isinstance(uses, Rejected):
+        return uses
+    charge = workload_charge(obj)
+    return charge if isinstance(charge, Rejected) else (uses, charge)
 
 
 def workload_use(obj: Mapping[str, Any]) -> Assigned | Rejected:

@@ -48,7 +48,7 @@ def audit_record(
                 "mode": v.request.mode.value,
                 "level": level or None,
                 "injected": v.injected,
-                "fitsNow": bool(v.now and v.now.fits),
+                "fitsNow": v.fits_now,  # topology and quota free now
                 "fitsWhenEmpty": bool(v.never and v.never.fits),
                 "bestDomain": "/".join(best) if best else None,
             }

@@ -229,7 +229,8 @@ STRUCTURE = (
 
 def same_structure(a: ClusterState, b: ClusterState) -> bool:
     """Whether two states share everything but usage (``with_usage`` keeps these by reference):
-    a mutation, which never depends on usage, is then the same on both."""
+    a state replaced by one of another structure is kept longer for /validate
+    (``live.holder``)."""
     return all(getattr(a, name) is getattr(b, name) for name in STRUCTURE)
 
 

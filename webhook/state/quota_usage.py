@@ -18,7 +18,6 @@ from typing import Any
 from webhook.model.quantity import canonical, parse_quantity
 from webhook.state.fields import metadata, object_list, string_map
 from webhook.state.workloads import holds_quota
-from webhook.wire.errors import InvalidObject
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 
@@ -47,15 +46,16 @@ def quota_charge(workload: Mapping[str, Any]) -> QuotaCharge | None:
     cluster_queue = str(admission.get("clusterQueue") or "")
     if not cluster_queue:
         return None
-    after = _counts_after_reclaim(workload, status, where)
+    spec_counts, after = _counts_after_reclaim(workload, status, where)
     totals: dict[FlavorResource, int] = {}
     assignments = object_list(admission.get("podSetAssignments"), f"{where}.podSetAssignments")
     for i, assignment in enumerate(assignments):
         path = f"{where}.podSetAssignments[{i}]"
         flavors = string_map(assignment.get("flavors"), f"{path}.flavors")
         usage = string_map(assignment.get("resourceUsage"), f"{path}.resourceUsage")
-        count = assignment.get("count")
-        left = after.get(str(assignment.get("name")))
+        name = str(assignment.get("name"))
+        count = assignment.get("count", spec_counts.get(name))  # Kueue: ptr.Deref(psa.Count, spec)
+        left = after.get(name)
         for resource, text in usage.items():
             flavor = flavors.get(resource)
             if flavor is None:
@@ -68,19 +68,23 @@ def quota_charge(workload: Mapping[str, Any]) -> QuotaCharge | None:
 
 def _counts_after_reclaim(
     workload: Mapping[str, Any], status: Mapping[str, Any], where: str
-) -> dict[str, int]:
-    """``podSetsCountsAfterReclaim``: each PodSet's spec count less its reclaimable pods."""
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Each PodSet's spec count, and (``podSetsCountsAfterReclaim``) that count less its
+    reclaimable pods where some are."""
     reclaimed = {
         str(entry.get("name")): entry.get("count")
         for entry in object_list(status.get("reclaimablePods"), f"{where}: status.reclaimablePods")
     }
+    spec: dict[str, int] = {}
     after: dict[str, int] = {}
     for podset in object_list((workload.get("spec") or {}).get("podSets"), f"{where}: spec.podSets"):
         name, count = str(podset.get("name")), podset.get("count")
+        if isinstance(count, int) and _is_int(count):
+            spec[name] = count
         gone = reclaimed.get(name)
         if isinstance(count, int) and isinstance(gone, int) and _is_int(count) and _is_int(gone) and gone > 0:
             after[name] = count - min(gone, count)
-    return after
+    return spec, after
 
 
 def _is_int(value: object) -> bool:
@@ -103,12 +107,3 @@ def usage_by_queue(charges: Iterable[QuotaCharge]) -> dict[str, dict[FlavorResou
         for key, amount in charge.amounts:
             into[key] = into.get(key, 0) + amount
     return usage
-
-
-def safe_charge(workload: Mapping[str, Any]) -> QuotaCharge | None:
-    """``quota_charge``, None for a Workload that does not parse (its rejection is recorded where
-    its topology usage is read: `state.workloads.workload_usage`)."""
-    try:
-        return quota_charge(workload)
-    except InvalidObject:
-        return None

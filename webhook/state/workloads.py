@@ -98,7 +98,10 @@ def is_tas_pod(obj: Mapping[str, Any]) -> bool:
 
 
 def holds_quota(workload: Mapping[str, Any]) -> bool:
-    """Kueue's ``HasActiveQuotaReservation``, with the admission present to read."""
+    """Kueue's ``HasActiveQuotaReservation``, with the admission present to read. A Workload whose
+    spec, status, admission or conditions are not of their types raises InvalidObject naming it
+    (the API server's schema forbids that; a hand-made dump does not)."""
+    _check_shape(workload)
     spec = workload.get("spec") or {}
     return (
         condition_true(workload, "QuotaReserved")
@@ -106,6 +109,19 @@ def holds_quota(workload: Mapping[str, Any]) -> bool:
         and spec.get("active") is not False
         and bool((workload.get("status") or {}).get("admission"))
     )
+
+
+def _check_shape(workload: Mapping[str, Any]) -> None:
+    meta = metadata(workload)
+    where = f"Workload {meta.get('namespace', '')}/{meta.get('name', '')}"
+    status = workload.get("status")
+    for path, value in (("spec", workload.get("spec")), ("status", status)):
+        if value is not None and not isinstance(value, Mapping):
+            raise InvalidObject.at(f"{where}: {path}", "must be an object")
+    admission = (status or {}).get("admission")
+    if admission is not None and not isinstance(admission, Mapping):
+        raise InvalidObject.at(f"{where}: status.admission", "must be an object")
+    object_list((status or {}).get("conditions"), f"{where}: status.conditions")
 
 
 def workload_usage(workload: Mapping[str, Any]) -> tuple[AssignedUse, ...]:
