@@ -32,7 +32,9 @@ from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
+from webhook.track.classify import State
 from webhook.track.ledger import Ledger, Tracked
+from webhook.track.quality import placement, topology_levels
 
 COLUMNS = ("NAMESPACE", "NAME", "KIND", "QUEUE", "STATE", "REASON", "AGE")
 REJECTED_COLUMNS = ("KIND", "NAMESPACE/NAME", "REASON")
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        print(table(tracked, now, wide=args.output == "wide"))
+        print(table(tracked, now, wide=args.output == "wide", domains=domains_of(tracked, state)))
         if rejected:
             print(f"\n{rejected_table(rejected)}")
     return 0
@@ -112,8 +114,25 @@ def item(t: Tracked, state: ClusterState, now: float) -> dict[str, Any]:
     }
 
 
-def table(tracked: Sequence[Tracked], now: float, wide: bool = False) -> str:
-    header = (*COLUMNS, "MESSAGE") if wide else COLUMNS
+def domains_of(tracked: Sequence[Tracked], state: ClusterState) -> dict[tuple[str, str], str]:
+    """Per running gang, the domains its pods occupy and the verdict on its request, for -o wide."""
+    labels = {n.name: n.labels for n in state.nodes}
+    out = {}
+    for t in tracked:
+        wl = t.gang.workload
+        levels = topology_levels(wl, state)
+        where = placement(wl, t.gang.pods, levels, labels) if t.status.state is State.RUNNING else None
+        if where is not None:
+            verdict = f"{where.mode} {where.result}" if where.result else where.mode
+            out[wl.key] = f"{where.text(levels)} ({verdict})"
+    return out
+
+
+def table(
+    tracked: Sequence[Tracked], now: float, wide: bool = False, domains: Mapping[tuple[str, str], str] = {}
+) -> str:
+    """kubectl-like; ``-o wide`` adds the running gangs' DOMAINS and every gang's message."""
+    header = (*COLUMNS, "DOMAINS", "MESSAGE") if wide else COLUMNS
     rows = [header]
     for t in tracked:
         wl = t.gang.workload
@@ -126,7 +145,7 @@ def table(tracked: Sequence[Tracked], now: float, wide: bool = False) -> str:
             t.status.reason,
             age(None if wl.created is None else now - wl.created),
         )
-        rows.append((*row, t.status.message) if wide else row)
+        rows.append((*row, domains.get(wl.key, "-"), t.status.message) if wide else row)
     if len(rows) == 1:
         return "No gangs found."
     return _columns(rows)

@@ -9,7 +9,10 @@ PodGroups. Events only update slim records; ``run`` then, at most every ``interv
 - compares each fresh admission with tasgate's placement on the state of the moment the
   admission was seen (``track.compare``): a counter, and an Event on a mismatch;
 - classifies every gang, keeps when it entered its state, and emits an Event when a gang enters
-  ``partial_start`` or ``never_fits`` (once per state change).
+  ``partial_start`` or ``never_fits`` (once per state change);
+- reports each gang's placement when it reaches running and its start-up phases
+  (``track.observe``, once per gang) to ``observed``, with an Event ``TopologyViolated`` when a
+  required topology is not met by the pods' nodes.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from webhook.state.cluster import ClusterState
 from webhook.track.classify import State
 from webhook.track.compare import Comparison, compare
 from webhook.track.ledger import Job, Key, Ledger, Tracked
+from webhook.track.observe import Observation, Observer
+from webhook.track.quality import Placement
 from webhook.track.records import PodRecord, WorkloadRecord, parse_pod
 
 log = logging.getLogger("tasgate.track")
@@ -75,6 +80,7 @@ class Tracker:
         predicted: Callable[[Comparison], None] = lambda comparison: None,
         interval: float = 1.0,
         clock: Callable[[], float] = time.time,
+        observed: Callable[[Observation, str], None] = lambda seen, cluster_queue: None,
     ) -> None:
         self.holder, self.policy, self.events, self.predicted = holder, policy, events, predicted
         self.interval, self.clock = interval, clock
@@ -83,6 +89,7 @@ class Tracker:
         self.entered: dict[Key, tuple[State, float]] = {}  # gang -> (state, wall time it entered it)
         self.current: list[Tracked] = []
         self.dirty = asyncio.Event()
+        self.observed, self.observer = observed, Observer()
 
     # -- the watch Sink --
 
@@ -215,6 +222,16 @@ class Tracker:
                 episode = f"{t.status.state.value}:{t.status.since}"
                 self._emit(t.gang.workload, t.status.reason, "Track", t.status.message, episode)
         self.entered, self.current = entered, tracked
+        self._observe(tracked)
+
+    def _observe(self, tracked: Sequence[Tracked]) -> None:
+        state = self.holder.current
+        for seen in self.observer.round(tracked, state):
+            wl, where = seen.tracked.gang.workload, seen.placement
+            self.observed(seen, cluster_queue_of(wl, state))
+            if where is not None and where.result == "violated":
+                note = f"{where.detail} (the pods' nodes, against Kueue's assignment)"
+                self._emit(wl, "TopologyViolated", "Track", note, f"violated:{wl.uid}")
 
     def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str, episode: str) -> None:
         if self.events is None:
@@ -252,6 +269,11 @@ class Tracker:
                 )
             )
         return out
+
+    def placed(self) -> list[tuple[Tracked, Placement]]:
+        """The running gangs and where their pods landed (judged when each reached running)."""
+        found = self.observer.placements
+        return [(t, found[t.gang.workload.key]) for t in self.current if t.gang.workload.key in found]
 
     def counts(self) -> dict[tuple[str, str, str], int]:
         """(state, cluster_queue, namespace) -> gangs, finished ones included."""

@@ -21,16 +21,21 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from webhook.live.tracker import Row
+from webhook.serve.gang_metrics import GangMetrics
 from webhook.track.classify import State
 from webhook.track.compare import REASONS, Comparison
+from webhook.track.ledger import Tracked
+from webhook.track.quality import Placement
 
 Counts = dict[tuple[str, str, str], int]
+Placed = Callable[[], Sequence[tuple[Tracked, Placement]]]
 
 
 class LifecycleMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.rows: Callable[[], Sequence[Row]] = list
         self.counts: Callable[[], Counts] = dict
+        self.placed: Placed = list  # running gangs and their placements (the /topology table)
         self.predictions = Counter(
             "tasgate_predictions",
             "Kueue admissions compared with tasgate's predicted placement, by result and reason.",
@@ -42,10 +47,13 @@ class LifecycleMetrics:
             self.predictions.labels("disagree", reason)
         self.events = Counter("tasgate_events", "Lifecycle Events by result.", ["result"], registry=registry)
         registry.register(_Gangs(self))
+        self.gangs = GangMetrics(registry)  # placement quality and start-up phases
 
-    def follow(self, rows: Callable[[], Sequence[Row]], counts: Callable[[], Counts]) -> None:
+    def follow(
+        self, rows: Callable[[], Sequence[Row]], counts: Callable[[], Counts], placed: Placed = list
+    ) -> None:
         """Read the gangs from a running tracker from now on."""
-        self.rows, self.counts = rows, counts
+        self.rows, self.counts, self.placed = rows, counts, placed
 
     def predicted(self, comparison: Comparison) -> None:
         self.predictions.labels(comparison.result, comparison.reason).inc()

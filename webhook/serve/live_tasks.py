@@ -81,8 +81,10 @@ def _track(app: web.Application, api: Any, source: StateSource) -> EventRecorder
     by the leader's writer (a follower's recorder holds them, to post if it is elected)."""
     lifecycle = app[LIFECYCLE]
     events = EventRecorder(api, lifecycle.event, leading=not source.election.enabled)
-    follower = tracker.Tracker(app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted)
-    lifecycle.follow(follower.rows, follower.counts)
+    follower = tracker.Tracker(
+        app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted, observed=lifecycle.gangs.observe
+    )
+    lifecycle.follow(follower.rows, follower.counts, follower.placed)
     supervisor = app[SUPERVISOR]
     for kind in tracked_kinds():
         job = functools.partial(watch.run_kind, api, kind, follower, source.watch)

@@ -18,8 +18,10 @@ from aiohttp import web
 from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import Policy
 from webhook.present.html import render_html
+from webhook.present.running import with_running
 from webhook.present.stamp import Stamp
 from webhook.present.text import render_text
+from webhook.serve.gang_metrics import running_rows
 from webhook.serve.keys import EXECUTOR, POLICY, STATE, WAITING, main_app
 from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.track.classify import State
@@ -57,7 +59,10 @@ class TopologyPage:
             body = await asyncio.get_running_loop().run_in_executor(app[EXECUTOR], render)
             self._last = (key, body)
         content_type = "text/html" if fmt == "html" else "text/plain"
-        return web.Response(text=self._last[1], content_type=content_type, charset="utf-8")
+        lifecycle = app.get(LIFECYCLE)
+        running = running_rows(lifecycle.placed() if lifecycle is not None else (), state)
+        page = with_running(self._last[1], running, fmt == "html")  # changes between generations
+        return web.Response(text=page, content_type=content_type, charset="utf-8")
 
 
 def now_text() -> str:

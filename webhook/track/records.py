@@ -61,6 +61,9 @@ class WorkloadRecord:
     admission: Mapping[str, PodSetAdmission] | None = None
     admission_error: str | None = None  # a topologyAssignment that does not read
     active: bool = True
+    # PodSet name -> (mode, level) of its spec.topologyRequest: "required" / "preferred" with the
+    # level, "unconstrained" with "" (what placement quality is judged against, after admission)
+    requests: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -93,6 +96,9 @@ class PodRecord:
     group: str | None  # the PodGroup it is labelled for (Coscheduling or Volcano)
     gated: bool  # scheduling gates still on (Kueue's TAS ungater has not placed it yet)
     waiting: str = ""  # why it is not scheduled (PodScheduled=False), as the scheduler wrote it
+    podset: str = ""  # Kueue's podset label
+    scheduled_at: float | None = None  # PodScheduled=True lastTransitionTime
+    ready_at: float | None = None  # ContainersReady (else Ready) =True lastTransitionTime
 
     @property
     def key(self) -> tuple[str, str]:
@@ -178,6 +184,7 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
         admission=admission,
         admission_error=error,
         active=spec.get("active", True) is not False,
+        requests=_requests(_list(spec.get("podSets"))),
     )
 
 
@@ -187,14 +194,9 @@ def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
     owners = {str(r.get("uid")) for r in _list(meta.get("ownerReferences")) if isinstance(r, Mapping)}
     if labels.get(JOBSET_UID_LABEL):
         owners.add(str(labels[JOBSET_UID_LABEL]))
-    scheduled = next(
-        (
-            c
-            for c in _list(status.get("conditions"))
-            if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
-        ),
-        {},
-    )
+    found = {str(c.get("type")): c for c in _list(status.get("conditions")) if isinstance(c, Mapping)}
+    scheduled = found.get("PodScheduled", {})
+    ready = next((found[k] for k in ("ContainersReady", "Ready") if _true(found.get(k))), {})
     waiting = _clip(scheduled.get("message")) if scheduled.get("status") == "False" else ""
     group = labels.get(COSCHEDULING_LABEL) or annotations.get(VOLCANO_ANNOTATION)
     return PodRecord(
@@ -208,7 +210,28 @@ def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
         group=str(group) if group else None,
         gated=bool(_list(spec.get("schedulingGates"))),
         waiting=waiting,
+        podset=str(labels.get(PODSET_LABEL) or ""),
+        scheduled_at=timestamp(scheduled.get("lastTransitionTime")) if _true(scheduled) else None,
+        ready_at=timestamp(ready.get("lastTransitionTime")),
     )
+
+
+def _true(condition: object) -> bool:
+    return isinstance(condition, Mapping) and condition.get("status") == "True"
+
+
+def _requests(pod_sets: list[Any]) -> dict[str, tuple[str, str]]:
+    """Each PodSet's topologyRequest as (mode, level); a PodSet without one is left out."""
+    out = {}
+    for p in pod_sets:
+        request = _map(p.get("topologyRequest")) if isinstance(p, Mapping) else {}
+        if request.get("required"):
+            out[str(p.get("name"))] = ("required", _clip(request["required"]))
+        elif request.get("preferred"):
+            out[str(p.get("name"))] = ("preferred", _clip(request["preferred"]))
+        elif request.get("unconstrained"):
+            out[str(p.get("name"))] = ("unconstrained", "")
+    return out
 
 
 def parse_pod_group(obj: Mapping[str, Any]) -> PodGroupRecord:

@@ -1,0 +1,81 @@
+"""Each gang counted once: its placement when it reaches running, each start-up phase when it ends.
+
+The tracker classifies every gang on every round; histograms must see a gang once, not once per
+round or per watch event. ``Observer`` remembers, per admission of a Workload (its UID and the
+admission's time: a gang evicted and admitted again is a new episode), what it has already
+reported, and forgets Workloads that are gone. Level-triggered: a gang first seen running (after
+a restart, or between two rounds) is reported as one reaching running would be. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from webhook.state.cluster import ClusterState
+from webhook.track.classify import State
+from webhook.track.ledger import Key, Tracked
+from webhook.track.phases import phases
+from webhook.track.quality import Labels, Placement, placement, topology_levels
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What is new about one gang this round."""
+
+    tracked: Tracked
+    placement: Placement | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+    partial_start: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.placement is None and not self.phases and self.partial_start is None
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.seen: dict[str, set[str]] = {}  # episode -> what was reported ("placement", phases)
+        self.placements: dict[Key, Placement] = {}  # the running gangs': where their pods landed
+
+    def round(self, tracked: Sequence[Tracked], state: ClusterState | None) -> list[Observation]:
+        """``observe`` with the levels and node labels of ``state``; keeps the running gangs'
+        placements (for /topology and status), forgetting those no longer running."""
+        levels = {t.gang.workload.uid: topology_levels(t.gang.workload, state) for t in tracked}
+        labels = {n.name: n.labels for n in state.nodes} if state is not None else {}
+        found = self.observe(tracked, levels, labels)
+        for seen in found:
+            if seen.placement is not None:
+                self.placements[seen.tracked.gang.workload.key] = seen.placement
+        running = {t.gang.workload.key for t in tracked if t.status.state is State.RUNNING}
+        self.placements = {k: v for k, v in self.placements.items() if k in running}
+        return found
+
+    def observe(
+        self, tracked: Iterable[Tracked], levels: Mapping[str, Sequence[str]], labels: Labels
+    ) -> list[Observation]:
+        """``levels``: Workload UID -> its Topology's levels (absent: no TAS, no placement)."""
+        out, alive = [], set()
+        for t in tracked:
+            wl = t.gang.workload
+            admitted = wl.condition("Admitted")
+            episode = f"{wl.uid}:{admitted.since if admitted is not None else ''}"
+            alive.add(episode)
+            if t.status.state in (State.FINISHED, State.EVICTED) or not wl.is_true("Admitted"):
+                continue
+            done = self.seen.setdefault(episode, set())
+            found = phases(t.gang)
+            new = {k: v for k, v in found.seconds.items() if k not in done}
+            partial = found.partial_start if "partial_start" not in done else None
+            where = None
+            if t.status.state is State.RUNNING and "placement" not in done:
+                done.add("placement")
+                where = placement(wl, t.gang.pods, levels.get(wl.uid, ()), labels)
+            done.update(new)
+            if partial is not None:
+                done.add("partial_start")
+            seen = Observation(t, where, new, partial)
+            if not seen.empty:
+                out.append(seen)
+        self.seen = {k: v for k, v in self.seen.items() if k in alive}
+        return out
