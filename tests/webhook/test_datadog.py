@@ -1,0 +1,103 @@
+"""The Datadog Agent's Autodiscovery annotation against what tasgate serves and what the docs say.
+
+The annotation's ``metrics`` list is a copy of the registry's metric names (the Agent drops what
+the list does not name), so a metric added to the code and not to the annotation would silently
+never reach Datadog: this keeps the two equal, the chart's copy equal to the manifests', and the
+docs' Datadog section naming only metrics and tags the annotation produces.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.serve.lifecycle_metrics import LifecycleMetrics
+from webhook.serve.metrics import Metrics
+from webhook.state.cluster import build_state
+
+from .conftest import HOST, kueue_objects, node
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOYMENT = ROOT / "manifests" / "base" / "deployment.yaml"
+CHART = ROOT / "charts" / "tasgate" / "templates" / "deployment.yaml"
+KEY = "ad.datadoghq.com/tasgate.checks"
+EVENT_REASONS = (
+    "PartialStart", "CapacityLost", "NeverFits", "PredictionMismatch", "TopologyViolated",
+    "PodGroupCreateFailed",
+)  # fmt: skip
+
+
+def _pod_template() -> dict[str, Any]:
+    return dict(yaml.safe_load(DEPLOYMENT.read_text())["spec"]["template"])
+
+
+def _instance() -> dict[str, Any]:
+    checks = json.loads(_pod_template()["metadata"]["annotations"][KEY])
+    (instance,) = checks["openmetrics"]["instances"]
+    assert checks["openmetrics"]["init_config"] == {}
+    return dict(instance)
+
+
+def _served() -> set[str]:
+    """Every metric family the metrics port serves, with a TAS cluster state loaded."""
+    labels = {"pool": "gpu", "block": "b0", "rack": "r0", HOST: "n0"}
+    state = build_state([node("n0", labels), *kueue_objects(("block", "rack", HOST))], generation=1)
+    metrics = Metrics(lambda: (state, 0.0))
+    LifecycleMetrics(metrics.registry)
+    return {family.name for family in metrics.registry.collect()}
+
+
+def _renamed() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in _instance()["metrics"]:
+        assert isinstance(entry, dict) and len(entry) == 1, entry
+        out.update(entry)
+    return out
+
+
+def test_the_annotation_lists_exactly_the_metrics_tasgate_serves() -> None:
+    served = _served()
+    assert {"tasgate_gang_domains_spanned", "tasgate_gang_phase_seconds", "tasgate_gangs"} <= served
+    assert set(_renamed()) == served
+    assert all(name == f"tasgate_{short}" for name, short in _renamed().items())
+
+
+def test_the_check_scrapes_the_metrics_port_over_plain_http() -> None:
+    instance = _instance()
+    (container,) = _pod_template()["spec"]["containers"]
+    port = next(p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
+    assert f"--metrics-port={port}" in container["args"]
+    assert instance["openmetrics_endpoint"] == f"http://%%host%%:{port}/metrics"
+    assert instance["namespace"] == "tasgate" and "service:tasgate" in instance["tags"]
+    assert instance["rename_labels"] == {"level": "topology_level", "domain": "topology_domain"}
+    assert (
+        container["name"] == KEY.split("/")[1].split(".", maxsplit=1)[0]
+    )  # the annotation names the container
+
+
+def test_the_chart_carries_the_same_annotation() -> None:
+    def block(text: str) -> str:
+        start = text.index("      annotations:\n")
+        return text[start : text.index("      labels:\n", start)]
+
+    assert block(CHART.read_text()) == block(DEPLOYMENT.read_text())
+    assert "{{" not in block(CHART.read_text())  # Helm must pass the JSON through untouched
+
+
+def test_the_docs_datadog_section_names_only_what_the_annotation_produces() -> None:
+    text = (ROOT / "docs" / "monitoring.md").read_text()
+    section = text[text.index("## Datadog\n") :]
+    section = section[: section.index("\n## ", 1)]
+    produced = {f"tasgate.{short}" for short in _renamed().values()}
+    named = set(re.findall(r"(?<![/\w])tasgate\.[a-z_]+(?![/\w])", section))  # not tasgate.io/…
+    assert named and named <= produced, named - produced
+    for tag in _instance()["rename_labels"].values():
+        assert f"{tag}:" in section
+    assert KEY in section and "http://%%host%%:9090/metrics" in section
+    code = "\n".join(p.read_text() for p in (ROOT / "webhook").rglob("*.py"))
+    for reason in EVENT_REASONS:
+        assert f"`{reason}`" in section and f'"{reason}"' in code, reason
