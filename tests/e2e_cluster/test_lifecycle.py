@@ -111,6 +111,16 @@ def test_a_gang_assembles_and_runs_where_tasgate_predicted(world: World) -> None
     assert metric(metrics, "tasgate_gangs", state="running", cluster_queue="gpu-cq", namespace=NS) == 1.0
     assert world.events("run") == []  # nothing worth an operator's attention
     assert world.tasgate.transitions("run")[-2:] == ["assembling", "running"]
+    # Where its pods are (one rack, two hosts) and how long each start-up phase took, once each.
+    rack = {"level": RACK, "mode": "required"}
+    assert metric(metrics, "tasgate_gang_domains_spanned_bucket", le="1.0", **rack) == 1.0, metrics
+    assert metric(metrics, "tasgate_gang_domains_spanned_count", **rack) == 1.0
+    assert metric(metrics, "tasgate_gang_domains_spanned_sum", level="kubernetes.io/hostname") == 2.0
+    met = {"mode": "required", "result": "met", "level": RACK}
+    assert metric(metrics, "tasgate_gang_topology_met_total", **met) == 1.0
+    for phase in ("queued", "assembling", "starting"):
+        assert metric(metrics, "tasgate_gang_phase_seconds_count", phase=phase, cluster_queue="gpu-cq") == 1.0
+    assert metric(metrics, "tasgate_gang_partial_start_seconds_count", cluster_queue="gpu-cq") == 1.0
 
 
 def test_the_controller_reports_the_running_gang_and_tasgate_shows_it(world: World) -> None:
@@ -210,6 +220,13 @@ def test_tasgate_status_lists_every_gang_with_its_state(world: World) -> None:
     assert rows["partial"][3:6] == [CPU_QUEUE, "partial_start", "PartialStart"]
     assert rows["held"][3:6] == [CPU_QUEUE, "assembling", "Scheduling"]
     assert rows["wide"][4] == "never_fits"
+    wide = subprocess.run(
+        [str(TASGATE), "status", "--kubeconfig", str(world.cp.kubeconfig), "--policy", str(world.policy),
+         "-o", "wide"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    run_row = next(line for line in wide if line.split()[1] == "run")
+    assert re.search(r"block=b0 rack=b0-r\d \(required met\)", run_row), wide
     metrics = world.tasgate.metrics()
     for name, state in states.items():
         uid = world.cp.kubectl_json("get", "job", name, "-n", NS)["metadata"]["uid"]
