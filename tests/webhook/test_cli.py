@@ -56,6 +56,8 @@ POD_SET_KEYS = {
     "topologyRequest",
     "flavor",
     "judged",
+    "fitsNow",
+    "quotaNow",
     "minCount",
     "admittedNow",
     "admissible",
@@ -365,7 +367,7 @@ def test_a_state_without_nodes_is_an_error(tmp_path: Path, kept: tuple[str, ...]
     assert (run.code, run.out) == (EXIT_BAD_INPUT, "")
     assert run.err == (
         f"tasgate: error: {path}: the cluster state has no nodes, so nothing can be placed; give them "
-        "too (`kubectl get nodes,pods,namespaces,limitranges -A -o yaml`)\n"
+        "too (`kubectl get nodes,pods,namespaces,limitranges,priorityclasses -A -o yaml`)\n"
     )
 
 
