@@ -317,8 +317,8 @@ class Fidelity:
         self._dumps += 1
         directory = self.workdir / f"dump-{self._dumps:03d}"
         directory.mkdir()
-        core = self.cp.kubectl("get", "nodes,pods,namespaces", "-A", "-o", "yaml").stdout
-        kinds = "topologies,resourceflavors,clusterqueues,localqueues,cohorts" + (
+        core = self.cp.kubectl("get", "nodes,pods,namespaces,priorityclasses", "-A", "-o", "yaml").stdout
+        kinds = "topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloadpriorityclasses" + (
             f",{WORKLOADS}" if workloads else ""
         )
         kueue = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout

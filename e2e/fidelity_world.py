@@ -35,6 +35,7 @@ QUOTA_GPUS = 16
 BLOCK0_FLAVOR, BLOCK1_FLAVOR = "block0-flavor", "block1-flavor"  # the same topology, one block each
 LENDING_COHORT, STINGY_COHORT = "lending-cohort", "stingy-cohort"  # a Cohort object; an implicit one
 TIGHT_GPUS, PARTIAL_GPUS, BORROWER_GPUS, LENDER_GPUS, STINGY_LENDING = 24, 31, 8, 24, 4
+PREEMPT_GPUS = 16
 # queue -> (ClusterQueue, [(flavor, GPUs of nominal quota)], cohort, extra GPU quota fields)
 QUEUES_18: Mapping[str, tuple[str, Sequence[tuple[str, int]], str | None, Mapping[str, str]]] = {
     "tight-queue": ("tight-cq", [(GPU_FLAVOR, TIGHT_GPUS)], None, {}),
@@ -49,7 +50,16 @@ QUEUES_18: Mapping[str, tuple[str, Sequence[tuple[str, int]], str | None, Mappin
         {"lendingLimit": str(STINGY_LENDING)},
     ),
     "two-flavor-queue": ("two-flavor-cq", [(BLOCK0_FLAVOR, 10000), (BLOCK1_FLAVOR, 10000)], None, {}),
+    # Issue 18.3: two full queues of 16 GPUs, one preempting lower priorities, one never preempting.
+    "preempt-queue": ("preempt-cq", [(GPU_FLAVOR, PREEMPT_GPUS)], None, {}),
+    "no-preempt-queue": ("no-preempt-cq", [(GPU_FLAVOR, PREEMPT_GPUS)], None, {}),
 }
+PREEMPTION: Mapping[str, Mapping[str, str]] = {
+    "preempt-cq": {"withinClusterQueue": "LowerPriority"},
+    "no-preempt-cq": {"withinClusterQueue": "Never"},
+}
+# WorkloadPriorityClasses (kueue.x-k8s.io/priority-class on a job) and their values.
+PRIORITIES: Mapping[str, int] = {"fidelity-low": 10, "fidelity-high": 1000}
 BLOCKS, RACKS_PER_BLOCK, HOSTS_PER_RACK = 2, 4, 4
 GPU_ALLOCATABLE: Mapping[str, str] = {
     "cpu": "64",
@@ -200,7 +210,19 @@ def issue_18_objects() -> list[dict[str, Any]]:
             quota = _quota("1000", "10Ti", str(gpus))
             quota[-1].update(limits)
             quotas.append((flavor, quota))
-        objects.append(_cluster_queue(cq, quotas, cohort))
+        queue = _cluster_queue(cq, quotas, cohort)
+        if cq in PREEMPTION:
+            queue["spec"]["preemption"] = dict(PREEMPTION[cq])
+        objects.append(queue)
+    objects += [
+        {
+            "apiVersion": KUEUE_API_VERSION,
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in PRIORITIES.items()
+    ]
     return objects
 
 

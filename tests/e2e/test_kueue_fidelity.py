@@ -4,8 +4,9 @@ One control plane, the real Kueue manager with its webhooks, and ``tasgate serve
 registered with both of its production webhook configurations. For every row of the table:
 
 1. the prediction: ``tasgate check -o json`` on a dump of the cluster as it is at that moment
-   (``kubectl get nodes,pods,namespaces -A`` and ``kubectl get topologies,resourceflavors,
-   clusterqueues,localqueues,cohorts,workloads -A``), the documented offline mode;
+   (``kubectl get nodes,pods,namespaces,priorityclasses -A`` and ``kubectl get topologies,
+   resourceflavors,clusterqueues,localqueues,cohorts,workloadpriorityclasses,workloads -A``), the
+   documented offline mode;
 2. the live webhook must decide the same (a server-side dry run, until its mirror caught up);
 3. ``kubectl apply`` through both webhooks, then Kueue decides, polled:
 
@@ -14,7 +15,9 @@ registered with both of its production webhook configurations. For every row of 
      Kueue's start UPDATE (unsuspend, node selectors, scheduling gates) is not sent to tasgate;
    - tasgate allows with "waits": the Workload stays pending for a few seconds; the usage pods that
      hold the capacity are deleted (and the gang admitted before it, if any); Kueue admits it where
-     a fresh prediction says;
+     a fresh prediction says (made without the gang's own Workload, which Kueue may have admitted);
+   - tasgate allows with "admitted-after-preemption": Kueue marks exactly the Workloads tasgate
+     named Evicted and Preempted, then admits the gang where tasgate predicted for after;
    - tasgate denies: the refusal carries tasgate's message; the same object created in a namespace
      tasgate's webhooks exclude (``tasgate-system``) stays pending in Kueue with Kueue's own reason.
 
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 
 from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
 from e2e.fidelity import (
@@ -84,9 +88,11 @@ from e2e.fidelity import (
     tasgate_denial,
 )
 from e2e.kueue import Kueue, find_kueue
-from e2e.kueue_admission import wait_for
+from e2e.kueue_admission import condition_true, wait_for
 
 pytestmark = pytest.mark.e2e
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+PREEMPTED_MARK = "admitted after preemption: "
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,13 @@ RACK_REQUIRED = {REQUIRED: RACK}
 LAYERS = json.dumps([{"topology": RACK, "size": 8}, {"topology": HOST, "size": 2}])
 ONE_PER_RACK = {f"b{b}-r{r}-h0": 8 for b in range(2) for r in range(RACKS_PER_BLOCK)}
 BLOCK0_ONE_PER_RACK = {f"b0-r{r}-h0": 8 for r in range(RACKS_PER_BLOCK)}
+
+
+def prioritized(obj: dict[str, Any], priority_class: str = "fidelity-high") -> dict[str, Any]:
+    """``obj`` with Kueue's WorkloadPriorityClass label."""
+    obj["metadata"].setdefault("labels", {})[PRIORITY_CLASS_LABEL] = priority_class
+    return obj
+
 
 ROWS: dict[str, Row] = {
     # Kueue counts an admitted gang's assignment at once, pods or not: a second gang that needs
@@ -293,6 +306,35 @@ ROWS: dict[str, Row] = {
         usage=BLOCK0_ONE_PER_RACK,
         flavors={"main": BLOCK1_FLAVOR},
     ),
+    # preempt-cq (16 GPUs, withinClusterQueue: LowerPriority) is full with a fidelity-low gang: a
+    # fidelity-high one is admitted once Kueue has evicted it (issue 18.3), where the low one was.
+    "high-priority-gang-preempts-a-low-priority-one": Row(
+        prioritized(
+            job("high-priority-gang-preempts-a-low-priority-one", 2, RACK_REQUIRED, queue="preempt-queue")
+        ),
+        True,
+        frozenset({"admitted-after-preemption"}),
+        before=prioritized(
+            job("low-priority-gang-preempted", 2, RACK_REQUIRED, queue="preempt-queue"), "fidelity-low"
+        ),
+    ),
+    # no-preempt-cq is the same under withinClusterQueue: Never: the high one waits for the quota.
+    "high-priority-gang-waits-when-preemption-is-never": Row(
+        prioritized(
+            job(
+                "high-priority-gang-waits-when-preemption-is-never",
+                2,
+                RACK_REQUIRED,
+                queue="no-preempt-queue",
+            )
+        ),
+        True,
+        frozenset({"waits"}),
+        before=prioritized(
+            job("low-priority-gang-kept", 2, RACK_REQUIRED, queue="no-preempt-queue"), "fidelity-low"
+        ),
+        kueue_message="insufficient unused quota for nvidia.com/gpu in flavor gpu-flavor, 16 more needed",
+    ),
     # partial-cq holds 31 GPUs: 8 pods x 4 GPUs do not fit, Kueue's search settles on 7 (28 GPUs).
     "partial-admission-limited-by-quota": Row(
         job(
@@ -425,6 +467,9 @@ def allowed_case(
     obj = row.obj
     if row.warning:
         assert any(row.warning in w for w in verdict.get("warnings") or ()), describe(verdict)
+    if verdict["reason"] == "admitted-after-preemption":
+        preempted_case(world, row, verdict)
+        return
     if verdict["reason"] == "waits" and row.counts is None:
         try:
             (pending,) = world.stays_pending(obj)
@@ -438,7 +483,7 @@ def allowed_case(
         pods.clear()
         if row.before is not None:
             world.delete(row.before)
-        verdict = world.check(obj)  # the cluster as it is now: where Kueue will put it
+        verdict = check_as_if_pending(world, obj)  # the cluster as it is now: where Kueue will put it
     try:
         outcomes = world.wait_outcome(obj, admitted=True)
     except AssertionError as exc:
@@ -511,6 +556,47 @@ def test_tasgate_verdict_equals_kueue(world: Fidelity, row: Row) -> None:
         world.cleanup(leftovers, pods, strict=False)
         raise
     world.cleanup(leftovers, pods, strict=True)
+
+
+def check_as_if_pending(world: Fidelity, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The prediction on the cluster now, without ``obj``'s own Workloads: Kueue may have admitted
+    it already (it was freed), and a dump that counts its own assignment predicts around it."""
+    dump = world.dump()
+    path = dump / "kueue.yaml"
+    listed = yaml.safe_load(path.read_text())
+    kind, name = obj["kind"], obj["metadata"]["name"]
+
+    def own(item: Mapping[str, Any]) -> bool:
+        owners = (item.get("metadata") or {}).get("ownerReferences") or ()
+        return item.get("kind") == "Workload" and any(
+            o.get("kind") == kind and o.get("name") == name for o in owners
+        )
+
+    listed["items"] = [i for i in listed.get("items") or () if not own(i)]
+    path.write_text(yaml.safe_dump(listed))
+    return world.check(obj, dump)
+
+
+def preempted_case(world: Fidelity, row: Row, verdict: Mapping[str, Any]) -> None:
+    """Kueue evicts exactly the Workloads tasgate named (their Evicted and Preempted conditions),
+    then admits the gang with the flavor and pods per host tasgate predicted for after."""
+    (note,) = [w for w in verdict.get("warnings") or () if w.startswith(PREEMPTED_MARK)]
+    named = set(note.split('": ', 1)[1].split(", "))
+    assert row.before is not None, "a preemption row names the gang Kueue evicts (before)"
+    namespace = row.before["metadata"]["namespace"]
+
+    def preempted() -> set[str]:
+        return {
+            f"{namespace}/{w['metadata']['name']}"
+            for w in world.workloads(row.before or {})
+            if condition_true(w, "Preempted") and condition_true(w, "Evicted")
+        }
+
+    wait_for("Kueue to preempt the low-priority gang", lambda: bool(preempted()), 30)
+    assert preempted() == named, f"Kueue preempted {preempted()}, tasgate named {named}"
+    outcomes = world.wait_outcome(row.obj, admitted=True)
+    compare(row, verdict, outcomes)
+    wait_started(world, row.obj)
 
 
 def admit_first(world: Fidelity, obj: dict[str, Any]) -> None:

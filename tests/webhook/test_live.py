@@ -74,6 +74,7 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         "clusterqueues",
         "cohorts",
         "workloads",
+        "workloadpriorityclasses",
         "trainingruntimes",
         "clustertrainingruntimes",
         "podgroups",
@@ -82,6 +83,7 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         mirror.mark_absent(kind)
     mirror.replace("limitranges", [])
     mirror.replace("runtimeclasses", [])
+    mirror.replace("priorityclasses", [])
     assert not mirror.ready
     mirror.replace("localqueues", [])
     assert mirror.ready and mirror.freshness() is not None

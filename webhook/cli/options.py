@@ -56,8 +56,9 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state", "--cluster", dest="state", action="append", metavar="FILE|DIR",
         help="cluster state from these files (repeatable; --cluster is an alias): what `kubectl get "
-        "nodes,pods,namespaces,limitranges -A -o yaml` and `kubectl get topologies,resourceflavors,"
-        "clusterqueues,localqueues,cohorts,workloads -A -o yaml` print; default: the embedded "
+        "nodes,pods,namespaces,limitranges,priorityclasses -A -o yaml` and `kubectl get topologies,"
+        "resourceflavors,clusterqueues,localqueues,cohorts,workloads,workloadpriorityclasses -A -o yaml` "
+        "print; default: the embedded "
         "sample GPU cluster",
     )  # fmt: skip
     parser.add_argument(

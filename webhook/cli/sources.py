@@ -28,8 +28,11 @@ from webhook.live.api import checked
 from webhook.live.watch import Kind, kinds
 from webhook.state.cluster import ClusterState, build_state
 
-KUEUE_DUMP = "kubectl get topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloads -A -o yaml"
-NODE_DUMP = "kubectl get nodes,pods,namespaces,limitranges -A -o yaml"
+KUEUE_DUMP = (
+    "kubectl get topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloads,"
+    "workloadpriorityclasses -A -o yaml"
+)
+NODE_DUMP = "kubectl get nodes,pods,namespaces,limitranges,priorityclasses -A -o yaml"
 
 
 def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str | None) -> ClusterState:

@@ -19,6 +19,8 @@ from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
+from webhook.decide.preemption import victims_warning
+from webhook.decide.preemption_verdict import after_preemption
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
@@ -139,6 +141,20 @@ def _judge(
     base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
     decision = _verdict(review, base, view, scored, rule if mutable else None, policy, state.unserved)
     decision = partial_slices(decision, view)  # Kueue places whole slices only
+    if decision.allowed and decision.reason is Reason.WAITS:  # Kueue may preempt for it
+        args = (base.namespace, base.queue, resolution.cluster_queue, view.pod_sets, wanted, judged)
+        found = after_preemption(review.obj, *args, targets, scored, state, policy)
+        if found is not None:  # judged again on the state after eviction; never made a denial
+            base = replace(base, flavors=found.flavors, pod_sets=found.scored.verdicts)
+            after = _verdict(
+                review, base, view, found.scored, rule if mutable else None, policy, state.unserved
+            )
+            after = partial_slices(after, view)
+            reason = Reason.ADMITTED_AFTER_PREEMPTION
+            audit = _audit(found.scored.verdicts, found.scored.target, reason)
+            if after.allowed:
+                note = victims_warning(found.preemption)
+                decision = replace(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
     if quota.today and decision.allowed:
         decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision

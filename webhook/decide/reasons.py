@@ -15,6 +15,7 @@ from types import MappingProxyType
 class Reason(StrEnum):
     FITS = "fits"
     WAITS = "waits"
+    ADMITTED_AFTER_PREEMPTION = "admitted-after-preemption"
     NEVER_FITS = "never-fits"
     PARTIAL_SLICE = "partial-slice"
     OVER_QUOTA = "over-quota"
@@ -39,6 +40,10 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
     {
         Reason.FITS: "allowed: every PodSet fits the current free capacity",
         Reason.WAITS: "allowed with a warning: fits the empty cluster, not the free capacity now",
+        Reason.ADMITTED_AFTER_PREEMPTION: (
+            "allowed with a warning: Kueue admits it by preempting lower-priority Workloads "
+            "(the warning names them); it does not fit the free capacity now"
+        ),
         Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
         Reason.PARTIAL_SLICE: (
             "denied: a gang whose slice size does not divide its pod count; Kueue places whole "

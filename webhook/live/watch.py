@@ -112,6 +112,9 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
     def node(method: str) -> Callable[[client.ApiClient], Lister]:
         return lambda api: getattr(client.NodeV1Api(api), method)
 
+    def scheduling(method: str) -> Callable[[client.ApiClient], Lister]:
+        return lambda api: getattr(client.SchedulingV1Api(api), method)
+
     kueue = f"{KUEUE}/{kueue_version}"
     return [
         Kind("nodes", "v1", "Node", core("list_node")),
@@ -133,6 +136,15 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
         Kind("cohorts", kueue, "Cohort", custom(KUEUE, kueue_version, "cohorts"), True),
         # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
         Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
+        # Priorities Kueue gives a new Workload, and so whom it would preempt for it.
+        Kind(
+            "workloadpriorityclasses",
+            kueue,
+            "WorkloadPriorityClass",
+            custom(KUEUE, kueue_version, "workloadpriorityclasses"),
+            True,
+        ),
+        Kind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", scheduling("list_priority_class")),
         # What Kueue applies to pod specs before it counts them.
         Kind("limitranges", "v1", "LimitRange", core("list_limit_range_for_all_namespaces")),
         Kind("runtimeclasses", "node.k8s.io/v1", "RuntimeClass", node("list_runtime_class")),

@@ -28,6 +28,7 @@ from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults
 from webhook.state.fold import Fold
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology
+from webhook.state.priorities import PriorityClasses
 from webhook.state.quota_tree import QuotaTree
 from webhook.state.quota_usage import QuotaCharge, usage_by_queue
 from webhook.state.rejected import EVENT_PARSED_KINDS, Rejected
@@ -48,6 +49,7 @@ class ClusterState:
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
     overheads: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # RuntimeClass
+    priority_classes: PriorityClasses = field(default_factory=PriorityClasses)  # `state.priorities`
     # Watched kinds the API server does not serve (live mode); empty when not known (files).
     unserved: frozenset[str] = frozenset()
     generation: int = 0
@@ -224,6 +226,7 @@ STRUCTURE = (
     "runtimes",
     "limit_ranges",
     "overheads",
+    "priority_classes",
 )
 
 
@@ -273,6 +276,7 @@ def build_state(
         runtimes=fold.runtimes,
         limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},
         overheads=fold.overheads,
+        priority_classes=PriorityClasses(fold.workload_priority_classes, fold.priority_classes),
         unserved=frozenset(unserved),
         generation=generation,
         engine=engine,

@@ -18,6 +18,7 @@ from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhea
 from webhook.state.fields import metadata, string_map
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
 from webhook.state.nodes import add_usage, parse_node, pod_usage
+from webhook.state.priorities import add_priority_class
 from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import AssignedUse, is_tas_pod, workload_usage
@@ -47,6 +48,8 @@ class Fold:
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
     limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
     overheads: dict[str, Mapping[str, Fraction]] = field(default_factory=dict)
+    workload_priority_classes: dict[str, int] = field(default_factory=dict)
+    priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rejected: list[Rejected] = field(default_factory=list)
 
     def add(self, obj: Mapping[str, Any]) -> None:
@@ -83,6 +86,10 @@ class Fold:
             self.workloads.extend(workload_usage(obj))
             if charge is not None:
                 self.charges.append(charge)
+        elif kind == "PriorityClass" and group == "scheduling.k8s.io":
+            add_priority_class(obj, kind, name, self.priority_classes)
+        elif kind == "WorkloadPriorityClass" and group == KUEUE_GROUP:
+            add_priority_class(obj, kind, name, self.workload_priority_classes)
         elif kind == "RuntimeClass" and group == "node.k8s.io":
             self.overheads[name] = runtime_overhead(obj)
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:

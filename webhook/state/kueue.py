@@ -15,6 +15,7 @@ from scorer.model import Toleration
 from webhook.model.quantity import quota_amount
 from webhook.model.scheduling import parse_tolerations
 from webhook.state.fields import object_list, string_map
+from webhook.state.priorities import Preemption, parse_preemption
 from webhook.wire.errors import InvalidObject
 
 
@@ -57,6 +58,7 @@ class ClusterQueue:
     # spec.flavorFungibility.whenCanBorrow (v1beta2 default MayStopSearch): whether a flavor that
     # fits only by borrowing ends Kueue's flavor search (``flavorassigner.shouldTryNextFlavor``).
     try_next_when_borrowing: bool = False
+    preemption: Preemption = field(default_factory=Preemption)  # spec.preemption (`state.priorities`)
 
     def group_covering(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.groups if resource in g.covered), None)
@@ -125,7 +127,12 @@ def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
     borrow = fungibility.get("whenCanBorrow") if isinstance(fungibility, Mapping) else None
     try_next = borrow == "TryNextFlavor"
     return ClusterQueue(
-        name, names, groups, str(cohort) if cohort else None, try_next_when_borrowing=try_next
+        name,
+        names,
+        groups,
+        str(cohort) if cohort else None,
+        try_next_when_borrowing=try_next,
+        preemption=parse_preemption(name, spec),
     )
 
 

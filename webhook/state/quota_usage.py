@@ -17,6 +17,7 @@ from typing import Any
 
 from webhook.model.quantity import canonical, parse_quantity
 from webhook.state.fields import metadata, object_list, string_map
+from webhook.state.priorities import charged_priority
 from webhook.state.workloads import holds_quota
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
@@ -29,6 +30,11 @@ class QuotaCharge:
     workload: tuple[str, str]  # (namespace, name)
     cluster_queue: str
     amounts: tuple[tuple[FlavorResource, int], ...]
+    # What preemption orders candidates by (`state.priorities.charged_priority`).
+    priority: int = 0
+    uid: str = ""
+    reserved_at: str = ""  # QuotaReserved lastTransitionTime (RFC 3339)
+    evicted: bool = False
 
 
 def quota_charge(workload: Mapping[str, Any]) -> QuotaCharge | None:
@@ -63,7 +69,7 @@ def quota_charge(workload: Mapping[str, Any]) -> QuotaCharge | None:
             amount = canonical(resource, parse_quantity(text, f"{path}.resourceUsage[{resource}]"))
             amount = _after_reclaim(amount, count, left)
             totals[(flavor, resource)] = totals.get((flavor, resource), 0) + amount
-    return QuotaCharge(owner, cluster_queue, tuple(sorted(totals.items())))
+    return QuotaCharge(owner, cluster_queue, tuple(sorted(totals.items())), *charged_priority(workload))
 
 
 def _counts_after_reclaim(
