@@ -23,7 +23,7 @@ from tests.webhook.quota_world import (
     resources,
     state,
 )
-from webhook.decide.preemption import Preemption, ordered, victims_warning
+from webhook.decide.preemption import Preemption, ordered, victims_warning, without
 from webhook.state.cluster import ClusterState
 from webhook.state.priorities import PriorityClasses, charged_priority, workload_priority
 from webhook.state.quota_usage import QuotaCharge, quota_charge
@@ -184,3 +184,14 @@ def test_a_stored_workload_carries_its_priority_as_kueue_wrote_it() -> None:
     stored["spec"]["priority"] = 1000
     charge = quota_charge(stored)
     assert charge is not None and charge.priority == 1000 and not charge.evicted
+
+
+def test_evicting_frees_the_built_snapshots_as_a_fresh_build_would() -> None:
+    full, fresh = world(*FULL), world(FULL[0])
+    for s in (full, fresh):
+        s.prepare()
+    after = without(full, [("other", "new")])
+    (key,) = after.snapshots()
+    assert list(after.snapshots()[key].now.free) == list(fresh.snapshots()[key].now.free)
+    assert list(after.snapshots()[key].now.free) != list(full.snapshots()[key].now.free)
+    assert after.charges == fresh.charges
