@@ -7,6 +7,7 @@ recreated outside Kueue's assignment or a PyTorchJob asking ``preferred`` would 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -147,3 +148,16 @@ async def test_status_wide_and_the_topology_page_show_the_domains_of_running_gan
     page = with_running("<html><body><p>x</p></body></html>", rows, html=True)
     assert page.index("Running gangs") < page.index("</body>") and "b0-r0,b0-r1" in page
     assert "gangs/run [gpu-cq] required violated: block=b0 rack=b0-r0,b0-r1" in with_running("", rows, False)
+
+
+def test_a_gang_is_judged_by_the_podsets_of_its_strictest_mode() -> None:
+    wl, pods = _run(*_objects())
+    workers = [replace(p, podset="workers", node=node) for p, node in zip(pods, ("n0", "n1"), strict=True)]
+    driver = [replace(pods[0], name=f"driver-{n}", podset="driver", node=n) for n in ("n4", "n5")]
+    asked = {"workers": ("required", RACK), "driver": ("preferred", HOSTS)}  # the drivers spread
+    where = placement(replace(wl, requests=asked), [*workers, *driver], LEVELS, LABELS)
+    assert where is not None and (where.mode, where.result) == ("required", "met")
+    assert dict(where.spanned)[RACK] == 2  # the spans count every pod of the gang
+    moved = [workers[0], replace(workers[1], node="n4"), *driver]
+    where = placement(replace(wl, requests=asked), moved, LEVELS, LABELS)
+    assert where is not None and where.result == "violated" and "PodSet workers" in where.detail

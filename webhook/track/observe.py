@@ -41,8 +41,10 @@ class Observer:
     def round(self, tracked: Sequence[Tracked], state: ClusterState | None) -> list[Observation]:
         """``observe`` with the levels and node labels of ``state``; keeps the running gangs'
         placements (for /topology and status), forgetting those no longer running."""
-        levels = {t.gang.workload.uid: topology_levels(t.gang.workload, state) for t in tracked}
-        labels = {n.name: n.labels for n in state.nodes} if state is not None else {}
+        due = [t for t in tracked if t.status.state is State.RUNNING and not self._placed(t)]
+        levels = {t.gang.workload.uid: topology_levels(t.gang.workload, state) for t in due}
+        # Every node's labels only in a round where a gang newly runs (not every second).
+        labels = {n.name: n.labels for n in state.nodes} if state is not None and due else {}
         found = self.observe(tracked, levels, labels)
         for seen in found:
             if seen.placement is not None:
@@ -58,8 +60,7 @@ class Observer:
         out, alive = [], set()
         for t in tracked:
             wl = t.gang.workload
-            admitted = wl.condition("Admitted")
-            episode = f"{wl.uid}:{admitted.since if admitted is not None else ''}"
+            episode = _episode(t)
             alive.add(episode)
             if t.status.state in (State.FINISHED, State.EVICTED) or not wl.is_true("Admitted"):
                 continue
@@ -79,3 +80,13 @@ class Observer:
                 out.append(seen)
         self.seen = {k: v for k, v in self.seen.items() if k in alive}
         return out
+
+    def _placed(self, t: Tracked) -> bool:
+        return "placement" in self.seen.get(_episode(t), ())
+
+
+def _episode(t: Tracked) -> str:
+    """One admission of one Workload: evicted and admitted again is a new episode."""
+    wl = t.gang.workload
+    admitted = wl.condition("Admitted")
+    return f"{wl.uid}:{admitted.since if admitted is not None else ''}"

@@ -4,7 +4,8 @@ Kueue's TopologyAssignment says where it *meant* the pods to go; this reads wher
 (each pod's bound node, that node's labels for the Topology's levels), so a gang whose pods were
 recreated outside the assignment shows. Pure: the node labels and the levels are passed in.
 
-One verdict per gang, the strictest of its PodSets:
+One verdict per gang, by the PodSets of its strictest mode (a JobSet's required workers decide,
+not its preferred driver):
 
 - ``required``: every such PodSet's pods sit in one domain of its level, else ``violated``;
 - ``preferred``: ``met`` when every such PodSet fits one domain of its level, else ``spread``,
@@ -59,7 +60,7 @@ def placement(
         result = "met"
         for name, (asked, level) in sorted(wl.requests.items()):
             own = [p for p in bound if p.podset == name] if any(p.podset for p in bound) else bound
-            if asked == "unconstrained" or level not in levels or not own:
+            if asked != mode or level not in levels or not own:  # judged by its strictest PodSets
                 continue
             held = sorted(_values(own, level, levels, labels))
             if len(held) > 1:
