@@ -5,9 +5,10 @@ A twin of ``flavorassigner.fitsResourceQuota`` (Kueue v0.19.2) on the quota tree
 quota ... > maximum capacity"), one within ``Available`` fits (borrowing when above the
 ClusterQueue's nominal quota: ``FindHeightOfLowestSubtreeThatFits``), and one in between needs
 quota that is in use ("insufficient unused quota for R in flavor F, N more needed"). Kueue would
-then look for preemption targets; tasgate does not model preemption, so that flavor waits, which
-is what Kueue does when it finds none. PodSets are charged in order, each on top of the ones
-before it (``assignmentUsage``), and a ``pods`` request counts where a resource group covers it.
+then look for preemption targets: here that flavor waits (what Kueue does when it finds none),
+and ``decide.preemption`` then looks for the targets Kueue would evict. PodSets are charged in
+order, each on top of the ones before it (``assignmentUsage``), and a ``pods`` request counts
+where a resource group covers it.
 """
 
 from __future__ import annotations
