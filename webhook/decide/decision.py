@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scorer.model import Mode, Placement
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
+from webhook.decide.never import never_message, partial_warnings
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.preemption import victims_warning
@@ -24,12 +24,12 @@ from webhook.decide.preemption_verdict import after_preemption
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
-from webhook.decide.slices import has_leftover_slices, partial_slices
+from webhook.decide.slices import partial_slices
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.unjudged import unjudged
 from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
 from webhook.model import annotations as ann
-from webhook.model.podset import PodSetView, WorkloadView, view_workload
+from webhook.model.podset import WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
 from webhook.rules import key_warnings, opt_out_near_miss, validate_workload
 from webhook.state.cluster import ClusterState
@@ -186,11 +186,11 @@ def _verdict(
             continue
         level = v.request.level or target.topology.levels[-1]
         if not never.fits and not never.anomaly:
-            denials.append(_never_message(v, p, never, level, target, policy))
+            denials.append(never_message(v, p, never, level, target, policy))
         elif never.anomaly:
             warnings.append(f'PodSet "{v.name}": {never.reason}')
         else:
-            warnings += _partial_warnings(v)
+            warnings += partial_warnings(v)
             figure = must_wait(v, level)  # the one must-wait figure map, /topology and the tracker show
             if figure is not None:
                 warnings.append(figure.message)
@@ -205,23 +205,7 @@ def _verdict(
             audit=audit,
             warnings=tuple(warnings),
         )
-    backend = rule.gang if rule else None
-    wl = view.workload
-    crd = GANG_CRDS.get(backend.backend) if backend is not None else None
-    if crd is not None and crd[0] in state_unserved:
-        warnings.append(
-            f"no gang labels added: the {crd[1]} CRD is not served, and pods labelled for a "
-            "PodGroup that cannot exist never schedule"
-        )
-        backend = None
-    if backend is not None and backend.backend != "none" and wl.groups > 1:
-        # Kueue admits each replica group on its own; one PodGroup across them would hold
-        # admitted groups back for the others.
-        note = f"no gang labels added: its {wl.groups} replica groups are separate gangs"
-        warnings.append(note)
-        backend = None
-    if backend is not None and backend.backend != "none" and has_leftover_slices(view):
-        backend = None  # a gang of every pod never starts when only whole slices are placed
+    backend = gang.backend_for(rule.gang if rule else None, view, state_unserved, warnings)
     name = gang.group_name(review.obj, review.uid)
     entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
     groups = gang.pod_groups(view, backend, base.namespace, entries)
@@ -234,62 +218,6 @@ def _verdict(
         patch=tuple(build_patch(review.obj, entries)),
         audit=_audit(scored.verdicts, target, reason),
         pod_groups=tuple(groups),
-    )
-
-
-# The watched kind (live.watch) that says a gang backend's PodGroup CRD is served, and its name.
-GANG_CRDS = {
-    "coscheduling": ("podgroups", "Coscheduling PodGroup (podgroups.scheduling.x-k8s.io)"),
-    "volcano": ("volcanopodgroups", "Volcano PodGroup (podgroups.scheduling.volcano.sh)"),
-}
-
-
-def _partial_warnings(v: PodSetVerdict) -> list[str]:
-    """What partial admission changes: fewer pods now, or never the full count."""
-    out = []
-    if v.admitted is not None:
-        out.append(
-            f'PodSet "{v.name}": Kueue admits {v.admitted} of {v.count} pods now '
-            f"(partial admission, minimum {v.min_count})"
-        )
-    if v.admissible is not None:
-        out.append(
-            f'PodSet "{v.name}": at most {v.admissible} of {v.count} pods can ever run at once '
-            f"(partial admission, minimum {v.min_count})"
-        )
-    return out
-
-
-def _never_message(
-    v: PodSetVerdict, p: PodSetView, never: Placement, level: str, target: Target, policy: Policy
-) -> str:
-    summary = messages.request_summary(v.requests, policy.gpu_resources)
-    snapshot = target.snapshot
-    where = messages.Where(
-        target.flavor,
-        target.node_labels,
-        target.topology.name,
-        len(snapshot.nodes),
-        snapshot.largest_allocatable(),
-    )
-    cause = messages.blocking_cause(where, v.requests, never)
-    if cause is not None:
-        slices = messages.slices_of(v.request)
-        return messages.never_fits(
-            v.name, v.count, summary, level, never, None, None, cause=cause, slices=slices
-        )
-    view = target.snapshot.never
-    row = never.level_row(level)
-    best = row.best_domain if row else None
-    limiting = " and ".join(view.limiting_resources(best, v.requests)) if best else None
-    slices = messages.slices_of(v.request)
-    spread = messages.spread_request(v.request, target.topology.levels[0])  # slices kept
-    whole = view.place([p.scorer_request(spread)])[0]  # with the PodSet's tolerations and selectors
-    total = v.count if whole.fits else messages.pods_held(whole, slices)
-    spreads = v.request.mode is not Mode.REQUIRED
-    at = v.request.level
-    return messages.never_fits(
-        v.name, v.count, summary, level, never, limiting, total, spreads, slices=slices, request_level=at
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from webhook.decide.patch import Entry
 from webhook.decide.policy import Gang
+from webhook.decide.slices import has_leftover_slices
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView
 from webhook.model.quantity import format_quantity
@@ -121,3 +122,35 @@ def _any_gang_mark(pod_sets: Sequence[PodSetView]) -> bool:
         any(k in p.labels for k in ann.COSCHEDULING_LABELS) or ann.VOLCANO_GROUP_ANNOTATION in p.annotations
         for p in pod_sets
     )
+
+
+# The watched kind (live.watch) that says a gang backend's PodGroup CRD is served, and its name.
+GANG_CRDS = {
+    "coscheduling": ("podgroups", "Coscheduling PodGroup (podgroups.scheduling.x-k8s.io)"),
+    "volcano": ("volcanopodgroups", "Volcano PodGroup (podgroups.scheduling.volcano.sh)"),
+}
+
+
+def backend_for(
+    wanted: Gang | None, view: WorkloadView, unserved: frozenset[str], warnings: list[str]
+) -> Gang | None:
+    """The gang the policy asks for, or None where adding it would do harm, said in ``warnings``:
+    a PodGroup CRD that is not served (its pods would never schedule), several replica groups
+    (Kueue admits each on its own), slices that do not divide the count (a gang of every pod
+    never starts when only whole slices are placed: ``decide.slices``)."""
+    if wanted is None or wanted.backend == "none":
+        return wanted
+    crd = GANG_CRDS.get(wanted.backend)
+    if crd is not None and crd[0] in unserved:
+        warnings.append(
+            f"no gang labels added: the {crd[1]} CRD is not served, and pods labelled for a "
+            "PodGroup that cannot exist never schedule"
+        )
+        return None
+    groups = view.workload.groups
+    if groups > 1:
+        warnings.append(f"no gang labels added: its {groups} replica groups are separate gangs")
+        return None
+    if has_leftover_slices(view):
+        return None
+    return wanted
