@@ -19,27 +19,18 @@ import pytest
 import yaml
 
 from e2e.cluster import POD_GROUP_LABEL, Cluster, find_cluster_binaries, pod_group
-from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
+from e2e.controlplane import ControlPlane, find_binaries
+
+from .binaries import require
 
 pytestmark = pytest.mark.e2e_cluster
 
 NODES = ("kwok-0", "kwok-1")
 
 
-def _fail_if_missing() -> None:
-    try:
-        find_binaries()
-        find_cluster_binaries()
-    except BinariesMissingError as exc:
-        message = str(exc)
-    else:
-        return
-    pytest.fail(message, pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    _fail_if_missing()
+    require(find_binaries, find_cluster_binaries)
     with ControlPlane() as cp, Cluster(cp) as running:
         for name in NODES:
             running.add_node(name)

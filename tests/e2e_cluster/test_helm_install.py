@@ -23,8 +23,10 @@ import pytest
 import yaml
 
 from e2e.cluster import CONTROLLERS, Cluster, find_cluster_binaries
-from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
+from e2e.controlplane import ControlPlane, find_binaries
 from e2e.helm import CHART, Helm, find_helm
+
+from .binaries import require
 
 pytestmark = pytest.mark.e2e_cluster
 
@@ -68,12 +70,7 @@ class RolloutCluster(Cluster):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, Helm]]:
-    try:
-        find_binaries()
-        find_cluster_binaries()
-        find_helm()
-    except BinariesMissingError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    require(find_binaries, find_cluster_binaries, find_helm)
     config = tmp_path_factory.mktemp("admission") / "admission.yaml"
     config.write_text(yaml.safe_dump(QUOTA_ADMISSION))
     with (

@@ -45,12 +45,13 @@ import pytest
 import yaml
 
 from e2e.cluster import Cluster, find_cluster_binaries, pod_group
-from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
+from e2e.controlplane import ControlPlane, find_binaries
 from e2e.kueue import Kueue, find_kueue
 from e2e.kueue_scenario import BLOCK, LOCAL_QUEUE, NODE_POOL, RACK
 from e2e.nodes import GPU
 from e2e.serving import TASGATE
 
+from .binaries import require
 from .world import (
     CPU_NODE,
     CPU_NODES,
@@ -70,18 +71,9 @@ from .world import (
 pytestmark = pytest.mark.e2e_cluster
 
 
-def _fail_if_missing() -> None:
-    try:
-        find_binaries()
-        find_cluster_binaries()
-        find_kueue()
-    except BinariesMissingError as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    _fail_if_missing()
+    require(find_binaries, find_cluster_binaries, find_kueue)
     workdir = tmp_path_factory.mktemp("lifecycle")
     with ControlPlane() as cp, Cluster(cp) as cluster, Kueue(cp):
         for rack, names in RACKS.items():

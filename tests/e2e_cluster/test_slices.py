@@ -38,13 +38,15 @@ import pytest
 import yaml
 
 from e2e.cluster import POD_GROUP_LABEL, Cluster, find_cluster_binaries, pod_group
-from e2e.controlplane import BinariesMissingError, ControlPlane, find_binaries
+from e2e.controlplane import ControlPlane, find_binaries
 from e2e.fidelity import kueue_outcome, predicted_podsets
 from e2e.kueue import Kueue, find_kueue
 from e2e.kueue_admission import owned_workloads, wait_admitted, wait_for
 from e2e.kueue_scenario import BLOCK, LOCAL_QUEUE, NODE_POOL, QUEUE_LABEL, RACK, queue_objects
 from e2e.nodes import GPU, HOSTNAME_LABEL
 from e2e.serving import TASGATE
+
+from .binaries import require
 
 pytestmark = pytest.mark.e2e_cluster
 
@@ -58,18 +60,9 @@ RACKS = {"r0": 3, "r1": 3, "r2": 3}  # hosts per rack; each 8-GPU host takes two
 HELD = 12.0  # seconds a gated pod is watched staying gated: over a Permit timeout (10 s) and retry
 
 
-def _fail_if_missing() -> None:
-    try:
-        find_binaries()
-        find_cluster_binaries()
-        find_kueue()
-    except BinariesMissingError as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def cp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    _fail_if_missing()
+    require(find_binaries, find_cluster_binaries, find_kueue)
     with ControlPlane() as plane, Cluster(plane) as cluster, Kueue(plane):
         names = []
         for rack, hosts in RACKS.items():
