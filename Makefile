@@ -67,6 +67,14 @@ e2e-cluster: $(STAMP) binaries
 	bash e2e/build-binaries.sh cluster
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e_cluster
 
+# kube-controller-manager, kwok and the upstream kube-scheduler v1.36.5 with native gang + topology
+# scheduling (Workload/PodGroup, four feature gates): tasgate's verdicts and placements against what
+# the real scheduler does, one table row per workload (tests/e2e_native). See docs/e2e.md.
+.PHONY: e2e-native
+e2e-native: $(STAMP) binaries
+	bash e2e/build-binaries.sh native
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/e2e_native
+
 # Opt-in, not in CI: 5,000 Nodes and 50,000 bound Pods on the real API server, tasgate in live mode;
 # prints time to ready, RSS, review latency (at rest, under churn) and rack-loss-to-verdict time.
 # TASGATE_SCALE_NODES / _PODS shrink it. See e2e/README.md.
