@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, the Kueue manager and helm.
 #
-# Usage: build-binaries.sh [kube] [kueue] [helm] [cluster]   (no argument: kube, kueue and helm, what
-#                                                              make e2e needs)
+# Usage: build-binaries.sh [kube] [kueue] [helm] [cluster] [native]   (no argument: kube, kueue and helm,
+#                                                                       what make e2e needs)
 #   kube    = kube-apiserver, kubectl, etcd
 #   kueue   = kueue (sigs.k8s.io/kueue/cmd/kueue)
 #   helm    = helm (helm.sh/helm/v3/cmd/helm: charts/tasgate's lint, template and install tests)
 #   cluster = kwok, kube-controller-manager, scheduler-plugins' kube-scheduler and controller
 #             (opt-in; make e2e-cluster)
+#   native  = kwok, kube-controller-manager and the upstream kube-scheduler of k8s.io/kubernetes
+#             (cmd/kube-scheduler: native Workload/PodGroup gang + topology scheduling; make e2e-native)
 #
 # They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue,helm}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
@@ -18,6 +20,7 @@
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-controller-manager-<version>/ kube-controller-manager
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/scheduler-plugins-<version>/     kube-scheduler
 #                                                              scheduler-plugins-controller
+#   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-scheduler-<version>/         kube-scheduler (upstream)
 # so the ~400 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
 # and e2e/kueue.py compute the same directories from the same go.mod files, so they can never
 # disagree. Kueue has a directory of its own because its version moves independently of Kubernetes'.
@@ -35,7 +38,7 @@ trap 'rc=$?; if (( rc != 0 )); then echo "build-binaries.sh: FAILED (exit $rc) d
 
 die() { echo "build-binaries.sh: error: $*" >&2; exit 1; }
 
-want_kube=0 want_kueue=0 want_helm=0 want_cluster=0
+want_kube=0 want_kueue=0 want_helm=0 want_cluster=0 want_native=0
 (( $# > 0 )) || set -- kube kueue helm
 for arg in "$@"; do
   case $arg in
@@ -43,8 +46,9 @@ for arg in "$@"; do
     kueue) want_kueue=1 ;;
     helm) want_helm=1 ;;
     cluster) want_cluster=1 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$arg' (want: kube, kueue, helm, cluster)" ;;
+    native) want_native=1 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$arg' (want: kube, kueue, helm, cluster, native)" ;;
   esac
 done
 
@@ -73,6 +77,9 @@ kueue_version=$(module_version "$tools/kueue/go.mod" 'sigs\.k8s\.io/kueue')
 helm_version=$(module_version "$tools/helm/go.mod" 'helm\.sh/helm/v3')
 kwok_version=$(module_version "$tools/kwok/go.mod" 'sigs\.k8s\.io/kwok')
 sched_version=$(module_version "$tools/scheduler/go.mod" 'sigs\.k8s\.io/scheduler-plugins')
+if (( want_cluster || want_native )); then
+  [[ -n $kwok_version ]] || die "sigs.k8s.io/kwok is not required in $tools/kwok/go.mod"
+fi
 if (( want_cluster )); then
   [[ -n $kwok_version ]] || die "sigs.k8s.io/kwok is not required in $tools/kwok/go.mod"
   [[ -n $sched_version ]] || die "sigs.k8s.io/scheduler-plugins is not required in $tools/scheduler/go.mod"
@@ -91,6 +98,7 @@ helm_out="$cache_root/bin/helm-${helm_version}"
 kwok_out="$cache_root/bin/kwok-${kwok_version}"
 kcm_out="$cache_root/bin/kube-controller-manager-${kube_version}"
 sched_out="$cache_root/bin/scheduler-plugins-${sched_version}"
+native_out="$cache_root/bin/kube-scheduler-${kube_version}"
 
 echo "build-binaries.sh: $go_version, GOMAXPROCS=$GOMAXPROCS"
 if (( want_kube )); then
@@ -108,6 +116,10 @@ if (( want_cluster )); then
   echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
   echo "  k8s.io/kubernetes         $kube_version  -> $kcm_out/kube-controller-manager"
   echo "  sigs.k8s.io/scheduler-plugins $sched_version -> $sched_out/kube-scheduler, $sched_out/scheduler-plugins-controller"
+fi
+if (( want_native )); then
+  echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
+  echo "  k8s.io/kubernetes         $kube_version  -> $kcm_out/kube-controller-manager, $native_out/kube-scheduler"
 fi
 
 lock() {  # lock <fd> <output dir>: create the dir and hold its lock on fd for the rest of the section
@@ -236,7 +248,7 @@ if (( want_helm )); then
   exec 4>&-
 fi
 
-if (( want_cluster )); then
+build_kwok() {
   lock 7 "$kwok_out"
   # kwok's release script sets consts.Version; without it the binary still reports 0.8.0 from source,
   # so this only keeps a future bump honest.
@@ -245,7 +257,9 @@ if (( want_cluster )); then
   printf 'kwok=%s\ngo=%s\n' "$kwok_version" "$go_version" > "$kwok_out/VERSIONS.tmp"
   mv -f "$kwok_out/VERSIONS.tmp" "$kwok_out/VERSIONS"
   exec 7>&-
+}
 
+build_kcm() {
   lock 6 "$kcm_out"
   # Same module and ldflags as kube-apiserver (e2e/tools/kube lists it as a tool).
   build "$kcm_out" "$tools/kube" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -253,7 +267,14 @@ if (( want_cluster )); then
   printf 'kubernetes=%s\ngo=%s\n' "$kube_version" "$go_version" > "$kcm_out/VERSIONS.tmp"
   mv -f "$kcm_out/VERSIONS.tmp" "$kcm_out/VERSIONS"
   exec 6>&-
+}
 
+if (( want_cluster || want_native )); then
+  build_kwok
+  build_kcm
+fi
+
+if (( want_cluster )); then
   lock 5 "$sched_out"
   # Without -X gitVersion the binary reports v0.0.0-master+$Format:%H$. scheduler-plugins' Makefile
   # sets it to its own tag, but a v0.34.7 there makes component-base's compatibility check exit
@@ -274,10 +295,24 @@ if (( want_cluster )); then
   exec 5>&-
 fi
 
+if (( want_native )); then
+  lock 3 "$native_out"
+  # The upstream scheduler, from the same wrapper module and ldflags as kube-apiserver (every package
+  # cmd/kube-scheduler needs is already in e2e/tools/kube/go.sum): its PodGroup cycle and the
+  # topology-aware workload placement are what tasgate's native mode predicts.
+  build "$native_out" "$tools/kube" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
+    "k8s.io/kubernetes@$kube_version" "$kube_ldflags" --version
+  step="writing the version marker in $native_out"
+  printf 'kubernetes=%s\ngo=%s\n' "$kube_version" "$go_version" > "$native_out/VERSIONS.tmp"
+  mv -f "$native_out/VERSIONS.tmp" "$native_out/VERSIONS"
+  exec 3>&-
+fi
+
 step="done"
 where=()
 (( want_kube )) && where+=("$kube_out")
 (( want_kueue )) && where+=("$kueue_out")
 (( want_helm )) && where+=("$helm_out")
 (( want_cluster )) && where+=("$kwok_out" "$kcm_out" "$sched_out")
+(( want_native )) && where+=("$kwok_out" "$kcm_out" "$native_out")
 echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in ${where[*]}"
