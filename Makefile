@@ -34,8 +34,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
+# The scorer's own figures, then tasgate beside Kueue's Go code (bench/kueue_peer, built once into
+# ~/.cache/tasgate) on identical inputs: placement and snapshot-build ratios, never a timed assertion.
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
+	bash bench/kueue_peer/build.sh
+	$(PY) bench/bench_peer.py --out bench/peer.json
 
 # Live state at cluster scale: the real Mirror and decision path under replayed pod churn.
 bench-live: $(STAMP)
@@ -58,6 +62,7 @@ binaries:
 
 e2e: $(STAMP) binaries chromium
 	bash hack/ensure-promtool.sh
+	bash bench/kueue_peer/build.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e
 
 # kube-controller-manager, kwok and the scheduler-plugins (Coscheduling) scheduler around the same
