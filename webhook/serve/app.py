@@ -61,7 +61,7 @@ def create_app(
     app[METRICS] = Metrics(lambda: (holder.current, holder.age()), lambda: app[POLICY].current)
     app[WAITING] = RecentWaiting()
     engine = app[METRICS].timed(scorer.default_engine())  # passed to every state built
-    app[LIFECYCLE] = LifecycleMetrics(app[METRICS].registry)
+    app[LIFECYCLE] = LifecycleMetrics(app[METRICS].registry, pod_info=settings.pod_info_metrics)
     if source.objects is not None:
         holder.publish(build_state(source.objects, 1, engine))
         for rejected in holder.current.rejected if holder.current else ():

@@ -114,6 +114,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="listen address of the metrics port; default: --host [TASGATE_METRICS_HOST]",
     )
     parser.add_argument(
+        "--pod-info-metrics",
+        action=argparse.BooleanOptionalAction,
+        default=switch("POD_INFO_METRICS", False),
+        help="export tasgate_pod_info{namespace,pod,gang,<level>}, one series per running pod of a "
+        "tracked gang, to join GPU exporters' per-pod series (live mode) [TASGATE_POD_INFO_METRICS]",
+    )
+    parser.add_argument(
         "--max-connections",
         type=int,
         default=int(env("MAX_CONNECTIONS", "1024") or 1024),

@@ -42,6 +42,7 @@ class Settings:
     read_timeout: float = 10.0  # seconds a client has for a request head, and again for its body
     policy_file: str | None = None  # a policy read from this file is reloaded when its content changes
     fault_hook: bool = False  # test-only: POST /debug/raise/<task> on the metrics port makes a task raise
+    pod_info_metrics: bool = False  # export tasgate_pod_info, one series per running pod of a gang
 
 
 @dataclass(frozen=True)

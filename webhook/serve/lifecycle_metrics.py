@@ -9,6 +9,8 @@
 - ``tasgate_predictions_total{result, reason}``: Kueue's admissions compared with tasgate's
   placement; ``result`` agree|disagree, ``reason`` one of ``track.compare.REASONS``.
 - ``tasgate_events_total{result}``: lifecycle Events posted, failed, dropped, deduplicated.
+- ``tasgate_pod_info{namespace, pod, gang, <levels>}``: opt-in, one per running pod
+  (``serve.pod_info_metrics``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from webhook.live.tracker import Row
 from webhook.serve.gang_metrics import GangMetrics
+from webhook.serve.pod_info_metrics import PodInfoMetrics, Running
 from webhook.track.classify import State
 from webhook.track.compare import REASONS, Comparison
 from webhook.track.ledger import Tracked
@@ -32,7 +35,7 @@ Placed = Callable[[], Sequence[tuple[Tracked, Placement]]]
 
 
 class LifecycleMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, pod_info: bool = False) -> None:
         self.rows: Callable[[], Sequence[Row]] = list
         self.counts: Callable[[], Counts] = dict
         self.placed: Placed = list  # running gangs and their placements (the /topology table)
@@ -48,12 +51,21 @@ class LifecycleMetrics:
         self.events = Counter("tasgate_events", "Lifecycle Events by result.", ["result"], registry=registry)
         registry.register(_Gangs(self))
         self.gangs = GangMetrics(registry)  # placement quality and start-up phases
+        self.pod_info = PodInfoMetrics(pod_info)  # the per-pod join series, when asked for
+        registry.register(self.pod_info)
 
     def follow(
-        self, rows: Callable[[], Sequence[Row]], counts: Callable[[], Counts], placed: Placed = list
+        self,
+        rows: Callable[[], Sequence[Row]],
+        counts: Callable[[], Counts],
+        placed: Placed = list,
+        running: Running | None = None,
     ) -> None:
-        """Read the gangs from a running tracker from now on."""
+        """Read the gangs from a running tracker from now on (``running``: its gangs and the state
+        their nodes are in, for ``tasgate_pod_info``)."""
         self.rows, self.counts, self.placed = rows, counts, placed
+        if running is not None:
+            self.pod_info.running = running
 
     def predicted(self, comparison: Comparison) -> None:
         self.predictions.labels(comparison.result, comparison.reason).inc()

@@ -84,7 +84,9 @@ def _track(app: web.Application, api: Any, source: StateSource) -> EventRecorder
     follower = tracker.Tracker(
         app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted, observed=lifecycle.gangs.observe
     )
-    lifecycle.follow(follower.rows, follower.counts, follower.placed)
+    lifecycle.follow(
+        follower.rows, follower.counts, follower.placed, lambda: (follower.current, app[STATE].current)
+    )
     supervisor = app[SUPERVISOR]
     for kind in tracked_kinds():
         job = functools.partial(watch.run_kind, api, kind, follower, source.watch)

@@ -103,6 +103,7 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         read_timeout=args.read_timeout,
         policy_file=args.policy if args.policy not in ("default", "none") else None,
         fault_hook=args.test_fault_hook,
+        pod_info_metrics=args.pod_info_metrics,
     )
     reloader = CertReloader(context, cert, key, client_ca)
     app = create_app(settings, line_writer(sys.stdout), source, reloader)
