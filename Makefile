@@ -50,6 +50,12 @@ bench-live: $(STAMP)
 bench-threads: $(STAMP)
 	$(PY) bench/bench_threads.py
 
+# What a review costs beyond its placement: in-process profile by layer, then the real app and a no-op
+# aiohttp responder on the same TLS stack, each in its own process, at concurrency 1/8/32.
+.PHONY: bench-review
+bench-review: $(STAMP)
+	$(PY) bench/bench_review.py --out bench/review.json
+
 # Lifecycle tracking at scale: the real Ledger over cloned captured gangs (pod event, round, assess).
 .PHONY: bench-track
 bench-track: $(STAMP)
