@@ -24,6 +24,7 @@ import json
 import os
 import pstats
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
@@ -170,8 +171,6 @@ def _cpu_seconds(pid: int) -> float:
 
 async def _load(url: str, ca: str, concurrency: int, seconds: float, body: bytes) -> int:
     """``concurrency`` clients posting the review back to back for ``seconds``; answers counted."""
-    import ssl
-
     context = ssl.create_default_context(cafile=ca)
     done = 0
     until = time.perf_counter() + seconds
@@ -251,7 +250,9 @@ def run(nodes: int, pods: int, seconds: float, repeats: int) -> dict[str, Any]:
             {
                 "concurrency": ours["concurrency"],
                 "throughput_vs_noop": round(ours["reviews_per_s"] / noop["reviews_per_s"], 3),
-                "cpu_per_review_vs_placement": round(ours["server_cpu_ms_per_review"] / inner["placement_ms"], 2),
+                "cpu_per_review_vs_placement": round(
+                    ours["server_cpu_ms_per_review"] / inner["placement_ms"], 2
+                ),
             }
         )
     return {
