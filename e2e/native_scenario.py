@@ -1,0 +1,151 @@
+"""The cluster and the workloads of the native-scheduling suite (tests/e2e_native, capture_native_objects).
+
+Twelve kwok nodes of 8 GPUs in 2 blocks × 2 racks × 3 hosts, some already partly used by bound
+"blocker" pods so that *fits now* and *fits when empty* differ, with a different free capacity in
+every rack and block (16, 20, 12, 22 GPUs free per rack; 36 and 34 per block): the v1.36.5
+scheduler picks among the domains that can hold a group by its placement score, and distinct free
+capacities keep that choice from being a tie it breaks at random.
+
+Every pod asks for 4 cpu and 32 GiB per GPU, the node's own ratio (32 cpu, 256 GiB, 8 GPUs). The
+scheduler's placement scorer NodeResourcesFit (MostAllocated over its scoring resources, cpu and
+memory by default) never looks at GPUs; with proportional requests its choice is the GPU-fullest
+domain, which is also what a GPU-aware prediction computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from e2e.kueue_scenario import BLOCK, RACK
+from e2e.native import SCHEDULING_API
+from e2e.nodes import GPU
+
+RACKS = {"r0": "b0", "r1": "b0", "r2": "b1", "r3": "b1"}  # rack -> block
+HOSTS_PER_RACK = 3
+NODE_ALLOCATABLE: Mapping[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}
+# node -> GPUs its blocker pod holds: r0 8, r1 4, r2 12, r3 2 used (16/20/12/22 free).
+BLOCKERS: Mapping[str, int] = {"r0-h0": 8, "r1-h0": 4, "r2-h0": 8, "r2-h1": 4, "r3-h0": 2}
+BLOCKER_NAMESPACE = "blockers"
+CPU_PER_GPU, GIB_PER_GPU = 4, 32
+
+
+def nodes() -> dict[str, dict[str, str]]:
+    """Node name -> its topology labels (``kubernetes.io/hostname`` is added by Cluster.add_node)."""
+    return {
+        f"{rack}-h{h}": {BLOCK: block, RACK: rack, "type": "kwok"}
+        for rack, block in RACKS.items()
+        for h in range(HOSTS_PER_RACK)
+    }
+
+
+def resources(gpus: int) -> dict[str, Any]:
+    """Requests (and the GPU limit) of a pod with ``gpus`` GPUs, in the node's cpu/memory ratio."""
+    requests = {"cpu": str(CPU_PER_GPU * gpus), "memory": f"{GIB_PER_GPU * gpus}Gi", GPU: str(gpus)}
+    return {"requests": requests, "limits": {GPU: str(gpus)}}
+
+
+def pod_spec(gpus: int, group: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "train", "image": "trainer:latest", "resources": resources(gpus)}],
+    }
+    if group is not None:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return spec
+
+
+def blocker_pods() -> Iterator[dict[str, Any]]:
+    """The bound pods that make the cluster partly used (``spec.nodeName``: no scheduler involved)."""
+    for node, gpus in BLOCKERS.items():
+        spec = pod_spec(gpus)
+        spec["nodeName"] = node
+        yield {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"blocker-{node}", "namespace": BLOCKER_NAMESPACE},
+            "spec": spec,
+        }
+
+
+def indexed_job(name: str, namespace: str, pods: int, gpus: int, group: str | None = None) -> dict[str, Any]:
+    """An Indexed Job with ``parallelism == completions``: the Job controller gives it a Workload and
+    a PodGroup (gang, minCount = parallelism) unless ``group`` names a PodGroup of the user's own."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "completionMode": "Indexed",
+            "backoffLimit": 0,
+            "template": {"spec": pod_spec(gpus, group)},
+        },
+    }
+
+
+def policy(min_count: int | None) -> dict[str, Any]:
+    """``gang: {minCount}``, or ``basic: {}`` for None."""
+    return {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+
+
+def workload_and_group(
+    name: str, namespace: str, min_count: int | None, key: str | None
+) -> list[dict[str, Any]]:
+    """A hand-written Workload with one podGroupTemplate and the PodGroup made from it."""
+    template: dict[str, Any] = {"name": "workers", "schedulingPolicy": policy(min_count)}
+    group_spec: dict[str, Any] = {
+        "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}},
+        "schedulingPolicy": policy(min_count),
+    }
+    if key is not None:
+        template["schedulingConstraints"] = {"topology": [{"key": key}]}
+        group_spec["schedulingConstraints"] = {"topology": [{"key": key}]}
+    workload = {
+        "apiVersion": SCHEDULING_API,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"podGroupTemplates": [template]},
+    }
+    group = {
+        "apiVersion": SCHEDULING_API,
+        "kind": "PodGroup",
+        "metadata": {"name": group_name(name), "namespace": namespace},
+        "spec": group_spec,
+    }
+    return [workload, group]
+
+
+def group_name(workload: str) -> str:
+    return f"{workload}-workers"
+
+
+def group_pods(name: str, namespace: str, pods: int, gpus: int) -> list[dict[str, Any]]:
+    """``pods`` bare Pods in the PodGroup of Workload ``name`` (``spec.schedulingGroup``)."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{name}-{i}", "namespace": namespace, "labels": {"group": name}},
+            "spec": pod_spec(gpus, group_name(name)),
+        }
+        for i in range(pods)
+    ]
+
+
+def hand_written(
+    name: str, namespace: str, pods: int, gpus: int, min_count: int | None, key: str | None
+) -> list[dict[str, Any]]:
+    """Workload + PodGroup + Pods, the way a user (or a framework) writes a native gang by hand."""
+    return [*workload_and_group(name, namespace, min_count, key), *group_pods(name, namespace, pods, gpus)]
+
+
+def job_in_group(
+    name: str, namespace: str, pods: int, gpus: int, min_count: int, key: str
+) -> list[dict[str, Any]]:
+    """An Indexed Job whose pods join a hand-written PodGroup with a topology key (the Job controller
+    then makes no Workload of its own: the template already has ``schedulingGroup``)."""
+    job = indexed_job(name, namespace, pods, gpus, group_name(name))
+    return [*workload_and_group(name, namespace, min_count, key), job]

@@ -1,0 +1,210 @@
+"""Driving and reading the native-scheduling cluster: objects in, what the real components did out.
+
+Shared by ``e2e/capture_native_objects.py`` and ``tests/e2e_native``. Everything here goes through
+kubectl against the real API server, and the only thing read from a log is the scheduler's own
+count of PodGroup cycles (its ``--v=2`` line per cycle), which no API object records.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.controlplane import ControlPlane
+from e2e.native import POD_GROUPS, WORKLOADS, NativeCluster, kinds_for_state, scheduled_condition
+from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes
+
+SETTLE_TIMEOUT = 60.0
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float = SETTLE_TIMEOUT) -> None:
+    """Poll ``check`` until True; AssertionError naming ``what`` when ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.25)
+
+
+def pod_scheduled_condition(pod: Mapping[str, Any]) -> dict[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return dict(condition)
+    return None
+
+
+def bound(pod: Mapping[str, Any]) -> bool:
+    return bool(pod["spec"].get("nodeName"))
+
+
+def refused(pod: Mapping[str, Any]) -> bool:
+    """The scheduler tried the pod and wrote why it could not place it (PodScheduled=False)."""
+    condition = pod_scheduled_condition(pod)
+    return not bound(pod) and condition is not None and condition.get("status") == "False"
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Where a group's pods ended up after the scheduler's last cycle on it."""
+
+    pod_group: dict[str, Any]
+    pods: list[dict[str, Any]]
+
+    @property
+    def bound_nodes(self) -> list[str]:
+        return sorted(p["spec"]["nodeName"] for p in self.pods if bound(p))
+
+    @property
+    def condition(self) -> dict[str, Any] | None:
+        return scheduled_condition(self.pod_group)
+
+    @property
+    def scheduled(self) -> bool:
+        return (self.condition or {}).get("status") == "True"
+
+
+class NativeWorld:
+    """The suite's cluster: nodes and blockers, rows submitted, settled, cleared."""
+
+    def __init__(self, cp: ControlPlane, cluster: NativeCluster) -> None:
+        self.cp, self.cluster = cp, cluster
+        self.node_labels = nodes()
+
+    # -- the cluster --
+
+    def build(self) -> None:
+        """The nodes (Ready, untainted) and the blocker pods, running."""
+        for name, labels in self.node_labels.items():
+            self.cluster.add_node(name, NODE_ALLOCATABLE, labels)
+        self.cluster.wait_nodes_ready(list(self.node_labels))
+        self.cp.kubectl("create", "namespace", BLOCKER_NAMESPACE)
+        self.restore_blockers()
+
+    def restore_blockers(self) -> None:
+        """(Re)create every blocker pod that is missing and wait until all run."""
+        present = {p["metadata"]["name"] for p in self.pods(BLOCKER_NAMESPACE)}
+        missing = [p for p in blocker_pods() if p["metadata"]["name"] not in present]
+        if missing:
+            self.create(missing)
+        want = {p["metadata"]["name"] for p in blocker_pods()}
+
+        def running() -> bool:
+            phases = {p["metadata"]["name"]: p["status"].get("phase") for p in self.pods(BLOCKER_NAMESPACE)}
+            return all(phases.get(name) == "Running" for name in want)
+
+        wait_until("the blocker pods Running", running)
+
+    def free_blockers(self) -> None:
+        """Delete every blocker pod and wait until they are gone: the whole cluster is free."""
+        self.cp.kubectl(
+            "delete", "pods", "--all", "-n", BLOCKER_NAMESPACE, "--grace-period=0", "--wait=false"
+        )
+        wait_until("the blocker pods gone", lambda: not self.pods(BLOCKER_NAMESPACE))
+
+    def create(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        self.cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(list(objects), sort_keys=False))
+
+    def pods(self, namespace: str, selector: str | None = None) -> list[dict[str, Any]]:
+        args = ["get", "pods", "-n", namespace] + (["-l", selector] if selector else [])
+        return list(self.cp.kubectl_json(*args)["items"])
+
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return list(self.cp.kubectl_json("get", kind, "-n", namespace)["items"])
+
+    def dump_state(self, directory: Path) -> Path:
+        """What docs/cli.md's ``--state`` reads, plus PodGroups and Workloads, as kubectl prints it."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for i, kinds in enumerate(kinds_for_state()):
+            text = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
+            (directory / f"state-{i}.yaml").write_text(text)
+        return directory
+
+    def clear(self, namespace: str) -> None:
+        """Delete every Job, Pod, PodGroup and Workload of ``namespace`` and wait until none is left."""
+        kinds = f"jobs,pods,{POD_GROUPS},{WORKLOADS}"
+        self.cp.kubectl("delete", kinds, "--all", "-n", namespace, "--grace-period=0", "--wait=false")
+        wait_until(
+            f"{namespace} empty", lambda: not self.cp.kubectl_json("get", kinds, "-n", namespace)["items"]
+        )
+
+    # -- a group's fate --
+
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any]:
+        return dict(self.cp.kubectl_json("get", POD_GROUPS, name, "-n", namespace))
+
+    def job_pod_group(self, namespace: str, job: str) -> str:
+        """The PodGroup the Job controller made for Job ``job`` (it is owned by the Job)."""
+        found: list[str] = []
+
+        def made() -> bool:
+            found[:] = [
+                g["metadata"]["name"]
+                for g in self.items(POD_GROUPS, namespace)
+                if any(
+                    r.get("kind") == "Job" and r.get("name") == job
+                    for r in g["metadata"].get("ownerReferences") or ()
+                )
+            ]
+            return bool(found)
+
+        wait_until(f"the Job controller's PodGroup for Job {namespace}/{job}", made)
+        return found[0]
+
+    def group_pods(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.pods(namespace)
+            if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == group
+        ]
+
+    def settle(self, namespace: str, group: str, count: int, timeout: float = SETTLE_TIMEOUT) -> Settled:
+        """Until the scheduler wrote the group's PodGroupScheduled condition and every one of its
+        ``count`` pods is either bound or marked unschedulable by it."""
+        seen: list[Settled] = []
+
+        def settled() -> bool:
+            pods = self.group_pods(namespace, group)
+            state = Settled(self.pod_group(namespace, group), pods)
+            seen[:] = [state]
+            done = len(pods) == count and all(bound(p) or refused(p) for p in pods)
+            return state.condition is not None and done
+
+        try:
+            wait_until(f"PodGroup {namespace}/{group} settled", settled, timeout)
+        except AssertionError as exc:
+            last = seen[0] if seen else None
+            detail = f"condition {last.condition}, bound {last.bound_nodes}" if last else "nothing yet"
+            raise AssertionError(f"{exc}; {detail}") from None
+        return seen[0]
+
+    def wait_bound(self, namespace: str, group: str, want: int, timeout: float = SETTLE_TIMEOUT) -> Settled:
+        """Until at least ``want`` pods of the group are bound (after capacity was freed)."""
+
+        def enough() -> bool:
+            return sum(bound(p) for p in self.group_pods(namespace, group)) >= want
+
+        wait_until(f"{want} pods of PodGroup {namespace}/{group} bound", enough, timeout)
+        return self.settle(namespace, group, len(self.group_pods(namespace, group)), timeout)
+
+    def cycles(self, namespace: str, group: str) -> int:
+        """How many PodGroup cycles the scheduler ran on ``group`` and logged as unschedulable."""
+        key = re.escape(f"{namespace}/{group}")
+        pattern = re.compile(r'"Unable to schedule a pod group".*podGroup="' + key + '"')
+        text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        return sum(1 for line in text.splitlines() if pattern.search(line))
+
+    def scheduler_events(self, namespace: str) -> list[dict[str, Any]]:
+        """The events the scheduler wrote in ``namespace`` (FailedScheduling, Scheduled)."""
+        items = self.cp.kubectl_json("get", "events.events.k8s.io", "-n", namespace)["items"]
+        return [e for e in items if e.get("reportingController") == "default-scheduler"]
+
+
+def as_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)
