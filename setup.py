@@ -4,10 +4,10 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 # Three modules over one set of types (scorer/_types.pxd): phase 1 counts, phase 2 placement,
-# and the Python edge that validates and calls them. Ordering helpers are inlined (_order.pxd).
+# and the Python edge that validates and calls them; `_native` is the kube-scheduler's PodGroup mode. Ordering helpers are inlined (_order.pxd).
 extensions = [
     Extension(name, [f"scorer/{name.split('.')[1]}.pyx"], extra_compile_args=["-O3"])
-    for name in ("scorer._counts", "scorer._place", "scorer._core")
+    for name in ("scorer._counts", "scorer._place", "scorer._core", "scorer._native")
 ]
 
 setup(

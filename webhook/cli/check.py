@@ -34,6 +34,7 @@ NOT_CHECKED = frozenset(
         Reason.KUEUE_CONFIG,
         Reason.OBJECT_REJECTED,
         Reason.UNRESOLVED,
+        Reason.NATIVE_UNKNOWN,
         Reason.NO_TAS,
         Reason.EXEMPT,
         Reason.OWNED,

@@ -16,6 +16,8 @@ from webhook.decide.changes import placement_changed
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
+from webhook.decide.native import decide_native
+from webhook.decide.native_subject import native_subject
 from webhook.decide.never import never_message, partial_warnings
 from webhook.decide.patch import Entry, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
@@ -50,6 +52,12 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         reason=Reason.NOT_A_WORKLOAD,
         generation=state.generation,
     )
+    try:
+        subject = native_subject(obj, base.namespace, state)
+    except InvalidObject as exc:
+        return _deny(base, Reason.INVALID, str(exc))
+    if subject is not None and base.namespace not in policy.exempt_namespaces:
+        return decide_native(base, subject, state)
     if owned_by_workload(obj):
         return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
     if review.old_obj is not None and kueues_to_manage(review, policy):

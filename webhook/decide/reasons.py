@@ -31,6 +31,7 @@ class Reason(StrEnum):
     OBJECT_REJECTED = "object-rejected"
     UNRESOLVED = "unresolved"
     UNKNOWN_KIND = "unknown-kind"
+    NATIVE_UNKNOWN = "native-unknown"
     NOT_A_WORKLOAD = "not-a-workload"
     UNAVAILABLE = "unavailable"
     INTERNAL_ERROR = "internal-error"
@@ -68,6 +69,10 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         ),
         Reason.UNRESOLVED: "allowed with a warning: the PodSets could not be worked out (TrainJob runtime)",
         Reason.UNKNOWN_KIND: "allowed with a warning: looks like a workload of a kind tasgate does not read",
+        Reason.NATIVE_UNKNOWN: (
+            "allowed with a warning: a native pod group (scheduling.k8s.io/v1alpha2) whose pods' "
+            "requests are not known: no Job or pod that joins it is in the state"
+        ),
         Reason.NOT_A_WORKLOAD: "allowed: not a workload",
         Reason.UNAVAILABLE: "per --on-timeout: no fresh state, or the decision overran its budget",
         Reason.INTERNAL_ERROR: "per --on-timeout: tasgate failed to decide (a bug); see its log",

@@ -65,6 +65,7 @@ def pod_set_json(v: PodSetVerdict) -> dict[str, Any]:
         "now": placement_json(v.now, v.count),
         "whenEmpty": placement_json(v.never, v.count),
         "levels": levels_json(v),
+        **({"native": dict(v.native)} if v.native is not None else {}),
     }
 
 

@@ -48,6 +48,8 @@ class PodSetVerdict:
     admissible: int | None = None
     # Kueue's reason when the topology fits now but the quota free now does not (`decide.flavors`).
     quota: str = ""
+    # The native backend's figures (kube-scheduler PodGroup cycle): every domain's scores.
+    native: Mapping[str, Any] | None = None
 
     @property
     def fits_now(self) -> bool:

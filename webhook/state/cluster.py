@@ -28,6 +28,7 @@ from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults
 from webhook.state.fold import Fold
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology
+from webhook.state.native import NativeIndex
 from webhook.state.priorities import PriorityClasses
 from webhook.state.quota_tree import QuotaTree
 from webhook.state.quota_usage import QuotaCharge, usage_by_queue
@@ -64,6 +65,8 @@ class ClusterState:
     # Objects left out because tasgate cannot use them (malformed), sorted; `decide.depends`
     # answers "not checked" for a workload whose verdict depends on one of them.
     rejected: tuple[Rejected, ...] = ()
+    # Native gang objects (scheduling.k8s.io/v1alpha2) and the Jobs they stand for (`state.native`).
+    native: NativeIndex = field(default_factory=NativeIndex)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -284,4 +287,5 @@ def build_state(
         assigned=tuple(fold.workloads) if assigned is None else assigned,
         charges=tuple(fold.charges) if charges is None else charges,
         rejected=tuple(sorted([*rejected, *fold.rejected])),
+        native=fold.native.index(),
     )

@@ -17,6 +17,7 @@ from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
 from webhook.state.fields import metadata, string_map
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
+from webhook.state.native import NativeFold
 from webhook.state.nodes import add_usage, parse_node, pod_usage
 from webhook.state.priorities import add_priority_class
 from webhook.state.quota_usage import QuotaCharge, quota_charge
@@ -51,6 +52,7 @@ class Fold:
     workload_priority_classes: dict[str, int] = field(default_factory=dict)
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rejected: list[Rejected] = field(default_factory=list)
+    native: NativeFold = field(default_factory=NativeFold)  # scheduling.k8s.io/v1alpha2 and Jobs
 
     def add(self, obj: Mapping[str, Any]) -> None:
         """Fold one object in; one that does not parse is recorded as rejected instead."""
@@ -78,6 +80,8 @@ class Fold:
         meta = metadata(obj)
         name = str(meta.get("name", ""))
         namespace = str(meta.get("namespace", "") or "")
+        if self.native.add(obj):
+            return
         if group == "v1" and kind in ("Node", "Pod", "Namespace", "LimitRange"):
             self._add_core(str(kind), name, namespace, obj)
         elif kind == "Workload" and group == KUEUE_GROUP:
@@ -111,6 +115,7 @@ class Fold:
         if kind == "Node":
             self.raw_nodes[name] = obj  # parsed in `nodes`, once every pod's usage is known
         elif kind == "Pod":
+            self.native.add_pod(obj)
             found = pod_usage(obj)
             if found is not None:
                 into = self.from_tas_pods if is_tas_pod(obj) else self.from_pods

@@ -1,0 +1,181 @@
+"""The native backend's verdict: a v1.36 pod group placed as the kube-scheduler's PodGroup cycle
+places it (``scorer._native_model``), on the empty cluster (never) and on the free capacity now.
+
+Same rules as for Kueue: deny what can never fit one domain of the topology key, with the
+numbers; admit with a warning what must wait; admit the rest, with the scheduler's predicted
+domain in ``podSets[].now.assignment``. The placement differs from Kueue's: the scheduler scores
+every domain that holds ``minCount`` pods by ``NodeResourcesFit`` (MostAllocated over the
+domain's cpu and memory) plus ``PodGroupPodsCount`` (pods placed), and breaks ties at random.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from scorer._native_model import NativePlacement, NativeRequest, bound_domain, place_native
+from scorer.model import (
+    Assignment,
+    DomainAssignment,
+    LevelCapacity,
+    Mode,
+    Placement,
+    TopologyRequest,
+)
+from webhook.decide.native_subject import Group, Subject
+from webhook.decide.reasons import Reason
+from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
+from webhook.model.podrequests import pod_requests
+from webhook.model.quantity import format_quantity
+from webhook.model.scheduling import read_scheduling
+from webhook.state.cluster import ClusterState
+from webhook.wire.errors import InvalidObject
+
+
+def decide_native(base: Decision, subject: Subject, state: ClusterState) -> Decision:
+    """The verdict on one native subject (``decide.native_subject``)."""
+    if subject.missing:
+        return _with(base, Reason.NATIVE_UNKNOWN, True, warnings=(f"not checked: {subject.missing}",))
+    try:
+        verdicts = tuple(_judge(g, state) for g in subject.groups)
+    except InvalidObject as exc:
+        return _with(base, Reason.INVALID, False, message=str(exc))
+    base = replace(base, pod_sets=verdicts, topology=None)
+    denials = [_never_text(v) for v in verdicts if v.never is not None and not v.never.fits]
+    if denials:
+        return _with(base, Reason.NEVER_FITS, False, message=" ".join(denials))
+    waits = tuple(_wait_text(v) for v in verdicts if not v.fits_now)
+    reason = Reason.FITS if all_fit_now(verdicts) else Reason.WAITS
+    return _with(base, reason, True, warnings=(*base.warnings, *waits))
+
+
+def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
+    spec = g.pod_spec or {}
+    requests = pod_requests(spec, g.spec_path)
+    found = read_scheduling(spec, g.spec_path)
+    domain = _bound_domain(g, state)
+    req = NativeRequest(
+        name=g.spec.name,
+        count=g.count,
+        min_count=g.spec.min_count,
+        requests=requests,
+        key=g.spec.key,
+        tolerations=found.tolerations,
+        node_selector=found.node_selector,
+        affinity=found.affinity,
+        scheduled=g.members.bound,
+        bound_domain=domain,
+    )
+    now = place_native(state.nodes, req, state.usage, empty=False)
+    never = place_native(
+        state.nodes, replace(req, count=g.count + g.members.bound, scheduled=0, bound_domain=None), None, True
+    )
+    request = TopologyRequest(Mode.REQUIRED if g.spec.key else Mode.UNCONSTRAINED, g.spec.key)
+    return PodSetVerdict(
+        name=g.spec.name,
+        count=g.count + g.members.bound,
+        requests=requests,
+        request=request,
+        injected=False,
+        now=_placement(g, now),
+        never=_placement(g, never),
+        min_count=g.spec.min_count,
+        native=_native_json(g, now),
+    )
+
+
+def _bound_domain(g: Group, state: ClusterState) -> str | None:
+    """The domain the group's bound pods sit in (the scheduler confines the rest to it)."""
+    if g.spec.key is None:
+        return None
+    return bound_domain({n.name: n.labels for n in state.nodes}, g.spec.key, g.members.nodes)
+
+
+def _placement(g: Group, p: NativePlacement) -> Placement:
+    levels = (g.spec.key,) if g.spec.key else ()
+    best = max(p.domains, key=lambda d: d.capacity, default=None)
+    row = LevelCapacity(
+        level=g.spec.key or "(any node)",
+        max_pods=best.capacity if best else 0,
+        max_slices=best.capacity if best else 0,
+        fitting_domains=sum(d.feasible for d in p.domains),
+        domains=len(p.domains),
+        best_domain=(best.value,) if best and g.spec.key else None,
+    )
+    assignment = None
+    if p.fits and p.domain is not None:
+        values = (p.domain,) if g.spec.key else ()
+        assignment = Assignment(levels, (DomainAssignment(values, p.count),))
+    return Placement(
+        name=g.spec.name,
+        fits=p.fits,
+        assignment=assignment,
+        reason="" if p.fits else _shortfall(g, p),
+        fit_count=best.capacity if best else 0,
+        total_count=g.spec.min_count,
+        levels=(row,),
+        total_nodes=p.total_nodes,
+    )
+
+
+def _shortfall(g: Group, p: NativePlacement) -> str:
+    where = f'one "{g.spec.key}" domain' if g.spec.key else "the cluster"
+    most = max((d.capacity for d in p.domains), default=0)
+    unlabelled = p.total_nodes - p.labelled_nodes
+    note = f" ({unlabelled} of {p.total_nodes} nodes lack the label)" if g.spec.key and unlabelled else ""
+    return f"{where} holds at most {most} of the {g.spec.min_count} pods its gang needs{note}"
+
+
+def _never_text(v: PodSetVerdict) -> str:
+    assert v.never is not None
+    req = ", ".join(f"{r}: {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "no requests"
+    return (
+        f'pod group "{v.name}" (minCount {v.min_count}, per pod {req}) can never be scheduled: '
+        f"even on the empty cluster {v.never.reason}; the kube-scheduler would leave it pending forever."
+    )
+
+
+def _wait_text(v: PodSetVerdict) -> str:
+    now = v.now.reason if v.now is not None else ""
+    return f'pod group "{v.name}" must wait: now {now}; it fits when capacity frees up'
+
+
+def _native_json(g: Group, p: NativePlacement) -> dict[str, Any]:
+    """What the scheduler's PodGroup cycle would weigh, now: every domain's figures."""
+    return {
+        "backend": "kube-scheduler",
+        "policy": g.spec.policy,
+        "topologyKey": g.spec.key,
+        "podsFrom": g.source,
+        "scheduled": g.members.bound,
+        "tiedDomains": list(p.tied),
+        "domains": [
+            {
+                "value": d.value,
+                "capacity": d.capacity,
+                "placed": d.placed,
+                "feasible": d.feasible,
+                "nodeResourcesFit": d.fit_score,
+                "podGroupPodsCount": d.pods_score,
+            }
+            for d in p.domains
+        ],
+    }
+
+
+def _with(
+    base: Decision,
+    reason: Reason,
+    allowed: bool,
+    message: str = "",
+    warnings: tuple[str, ...] | None = None,
+) -> Decision:
+    audit = {"decision": "allow" if allowed else "deny", "reason": reason.value, "backend": "native"}
+    return replace(
+        base,
+        allowed=allowed,
+        reason=reason,
+        message=message,
+        warnings=base.warnings if warnings is None else warnings,
+        audit=audit,
+    )

@@ -1,0 +1,144 @@
+"""Which objects the native backend judges, and the pod groups each stands for.
+
+A native ``Workload`` or ``PodGroup`` names no pods: the pods that will join each group are
+found through the objects around it (the Job its ``controllerRef`` or controlling owner names,
+the Workload a PodGroup was stamped from, pods already naming the PodGroup). A Job is judged
+natively only when the Job controller will make it a gang (``job_gang_candidate``), it names no
+Kueue queue (then it stays Kueue's, suspended until admitted), and the state shows the native
+API served. A Pod joins through ``spec.schedulingGroup``; a Job's own pods are judged with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.model import annotations as ann
+from webhook.model.workloads import owned_by_workload
+from webhook.model.workloads.base import metadata
+from webhook.model.workloads.native import (
+    GANG,
+    GroupSpec,
+    NativeObject,
+    is_native,
+    job_gang_candidate,
+    read_native,
+    scheduling_group,
+)
+from webhook.state.cluster import ClusterState
+from webhook.state.native import Members
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group to place: its policy, ``count`` queued pods of ``pod_spec``'s shape (None: not
+    known), besides the ``members`` already bound."""
+
+    spec: GroupSpec
+    count: int
+    pod_spec: Mapping[str, Any] | None
+    spec_path: str  # field path of pod_spec, for errors
+    source: str  # where the pods' requests come from, for messages
+    members: Members = field(default_factory=Members)
+
+
+@dataclass(frozen=True)
+class Subject:
+    kind: str  # "Workload", "PodGroup", "Job", "Pod"
+    groups: tuple[Group, ...]
+    missing: str = ""  # why the pods' requests are not known (then not checked)
+
+
+def native_subject(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
+    """The native subject ``obj`` is, or None when the native backend does not judge it."""
+    if is_native(obj):
+        found = read_native(obj, namespace)
+        if found.kind == "Workload":
+            return _workload(found, state)
+        return _pod_group(found, state)
+    if obj.get("apiVersion") == "batch/v1" and obj.get("kind") == "Job":
+        return _job(obj, namespace, state)
+    if obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod":
+        return _pod(obj, namespace, state)
+    return None
+
+
+def _workload(wl: NativeObject, state: ClusterState) -> Subject:
+    job_name = wl.controller[2] if wl.controller and wl.controller[:2] == ("batch", "Job") else wl.owner_job
+    job = state.native.jobs.get((wl.namespace, job_name)) if job_name else None
+    groups = []
+    for g in wl.groups:
+        if job is not None:
+            groups.append(_from_job(g, job, f"Job {job_name}"))
+        else:
+            groups.append(Group(g, g.min_count, None, "", ""))
+    missing = "" if job is not None else _no_pods("Workload", wl.name, job_name)
+    return Subject("Workload", tuple(groups), missing)
+
+
+def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
+    g = pg.groups[0]
+    members = state.native.members.get((pg.namespace, pg.name), Members())
+    if members.spec is not None:
+        count = max(g.min_count - members.bound, members.pending)
+        group = Group(g, count, members.spec, "spec", f"its pods ({members.pending} pending)", members)
+        return Subject("PodGroup", (group,))
+    job_name = pg.owner_job
+    if job_name is None and pg.template_ref is not None:
+        workload = state.native.workloads.get((pg.namespace, pg.template_ref[0]))
+        if workload is not None and workload.controller and workload.controller[:2] == ("batch", "Job"):
+            job_name = workload.controller[2]
+    job = state.native.jobs.get((pg.namespace, job_name)) if job_name else None
+    if job is not None:
+        return Subject("PodGroup", (_from_job(g, job, f"Job {job_name}"),))
+    return Subject(
+        "PodGroup", (Group(g, g.min_count, None, "", ""),), _no_pods("PodGroup", pg.name, job_name)
+    )
+
+
+def _job(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
+    labels = metadata(obj).get("labels")
+    queued = isinstance(labels, Mapping) and bool(labels.get(ann.QUEUE_LABEL))
+    if queued or not state.native.served or not job_gang_candidate(obj):
+        return None
+    parallelism = int(obj["spec"]["parallelism"])
+    name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
+    spec = GroupSpec(f"{name}-pgt-0", GANG, parallelism, None, "spec.parallelism")
+    return Subject("Job", (_from_job(spec, obj, "its pod template"),))
+
+
+def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
+    spec = obj.get("spec")
+    group = scheduling_group(spec)
+    if group is None or not isinstance(spec, Mapping) or owned_by_workload(obj):
+        return None  # a Job's pods are judged with the Job
+    ns = str(metadata(obj).get("namespace") or namespace)
+    pg = state.native.pod_groups.get((ns, group))
+    if pg is None:
+        missing = f'PodGroup "{group}" is not in the state; the kube-scheduler holds the pod until it exists'
+        return Subject("Pod", (), missing)
+    g = pg.groups[0]
+    members = state.native.members.get((ns, group), Members())
+    count = max(g.min_count - members.bound, members.pending + 1)
+    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members),))
+
+
+def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str) -> Group:
+    spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod_spec = template.get("spec") if isinstance(template, Mapping) else None
+    parallelism = spec.get("parallelism") if isinstance(spec, Mapping) else None
+    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    path = "spec.template.spec"
+    return Group(
+        g, max(count, g.min_count), pod_spec if isinstance(pod_spec, Mapping) else None, path, source
+    )
+
+
+def _no_pods(kind: str, name: str, job: str | None) -> str:
+    if job:
+        return (
+            f'{kind} "{name}": its Job "{job}" is not in the state, so the requests of its pods are unknown'
+        )
+    return f'{kind} "{name}": no pod that will join it is known, so their requests are unknown'

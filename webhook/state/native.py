@@ -1,0 +1,92 @@
+"""The native gang objects a state holds: ``scheduling.k8s.io/v1alpha2`` Workloads and PodGroups,
+the pods that name a PodGroup in ``spec.schedulingGroup``, and the batch/v1 Jobs whose pod
+template a Job-made Workload stands for.
+
+A native Workload or PodGroup carries no pod template: the requests of its pods are those of
+the Job its ``controllerRef`` names, or of the pods already naming the group. Whether the API
+is served at all is read from the dump: any object of ``scheduling.k8s.io/v1alpha2``, or the
+group-version's discovery document (``kubectl get --raw /apis/scheduling.k8s.io/v1alpha2``, an
+``APIResourceList`` naming ``workloads`` and ``podgroups``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.model.workloads.native import NATIVE_API, NativeObject, read_native, scheduling_group
+from webhook.state.fields import metadata
+
+Key = tuple[str, str]  # (namespace, name)
+TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class Members:
+    """The pods of one PodGroup the state holds: how many are bound and where, one pod's spec."""
+
+    bound: int = 0
+    pending: int = 0
+    nodes: tuple[str, ...] = ()
+    spec: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class NativeIndex:
+    served: bool = False
+    workloads: Mapping[Key, NativeObject] = field(default_factory=dict)
+    pod_groups: Mapping[Key, NativeObject] = field(default_factory=dict)
+    jobs: Mapping[Key, Mapping[str, Any]] = field(default_factory=dict)
+    members: Mapping[Key, Members] = field(default_factory=dict)
+
+
+@dataclass
+class NativeFold:
+    """What `state.fold` gathers of the native kinds, one object at a time."""
+
+    served: bool = False
+    workloads: dict[Key, NativeObject] = field(default_factory=dict)
+    pod_groups: dict[Key, NativeObject] = field(default_factory=dict)
+    jobs: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+    members: dict[Key, Members] = field(default_factory=dict)
+
+    def add(self, obj: Mapping[str, Any]) -> bool:
+        """Fold ``obj`` in when it is one of these kinds; True if it was (raises InvalidObject)."""
+        api, kind = obj.get("apiVersion"), obj.get("kind")
+        if kind == "APIResourceList" and obj.get("groupVersion") == NATIVE_API:
+            self.served = True
+            return True
+        if api == NATIVE_API and kind in ("Workload", "PodGroup"):
+            self.served = True
+            found = read_native(obj)
+            into = self.workloads if kind == "Workload" else self.pod_groups
+            into[(found.namespace, found.name)] = found
+            return True
+        if api == "batch/v1" and kind == "Job":
+            meta = metadata(obj)
+            self.jobs[(str(meta.get("namespace", "") or ""), str(meta.get("name", "")))] = obj
+            return True
+        return False
+
+    def add_pod(self, obj: Mapping[str, Any]) -> None:
+        """Count a pod that names a PodGroup (its usage is counted by the caller, as for any pod)."""
+        spec = obj.get("spec")
+        group = scheduling_group(spec)
+        if group is None or not isinstance(spec, Mapping):
+            return
+        status = obj.get("status")
+        if isinstance(status, Mapping) and status.get("phase") in TERMINAL:
+            return
+        key = (str(metadata(obj).get("namespace", "") or ""), group)
+        was = self.members.get(key, Members())
+        node = spec.get("nodeName")
+        self.members[key] = Members(
+            bound=was.bound + (1 if node else 0),
+            pending=was.pending + (0 if node else 1),
+            nodes=(*was.nodes, str(node)) if node else was.nodes,
+            spec=was.spec if was.spec is not None else spec,
+        )
+
+    def index(self) -> NativeIndex:
+        return NativeIndex(self.served, self.workloads, self.pod_groups, self.jobs, self.members)
