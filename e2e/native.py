@@ -142,6 +142,10 @@ class NativeCluster(Cluster):
         parts = ClusterBinaries(self.native.kwok, self.native.kube_controller_manager, unused, unused)
         super().__init__(cp, binaries=parts)
 
+    def __enter__(self) -> NativeCluster:
+        self.start()
+        return self
+
     def start(self) -> None:
         """kwok, kube-controller-manager, then the scheduler; raise with a log tail if one dies."""
         if not self.cp.running():

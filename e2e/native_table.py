@@ -1,0 +1,333 @@
+"""The native-scheduling proof table: tasgate's verdict and placement against the v1.36.5 scheduler.
+
+Each row is a workload submitted to the real cluster of e2e/native_scenario.py. Before it goes in,
+the cluster is dumped as docs/cli.md's ``--state`` (plus PodGroups and Workloads) and
+``tasgate check -o json`` judges the manifest on that dump. Then the scheduler's own fate of the
+group is observed, never assumed:
+
+- **bound**: the PodGroup is ``PodGroupScheduled=True`` with every pod (or, for a gang whose
+  ``minCount`` is below its count, at least ``minCount``) bound: tasgate must say ``admitted``, and
+  its ``now`` placement must put the same number of pods in each domain of the topology key;
+- otherwise every blocker pod is deleted (the cluster is empty) and the row watched again:
+  **waited, then bound** when the group binds then: tasgate must say ``waits`` and its
+  ``whenEmpty`` placement must have the same shape (pods per domain; which of several empty,
+  equal domains the scheduler takes is its random tie-break);
+- **never**: the group stays ``Unschedulable`` through ``NEVER_CYCLES`` more PodGroup cycles on the
+  empty cluster (the scheduler's own count, its ``--v=2`` log): tasgate must say ``denied``.
+
+A row whose scheduler fate is not the one it was written for fails too (it would not test what
+its name says), and so does a denial of a group the scheduler places (a false denial).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.kueue_scenario import BLOCK, RACK
+from e2e.native_scenario import group_name, hand_written, indexed_job, job_in_group
+from e2e.native_world import NativeWorld, Settled, wait_until
+from e2e.serving import TASGATE
+
+NAMESPACE = "table"
+ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
+NEVER_CYCLES = 3
+FITS, WAITS, NEVER = "fits", "waits", "never"
+EXPECTED_OUTCOME = {FITS: "admitted", WAITS: "waits", NEVER: "denied"}
+GROUP_KINDS = ("Job", "Workload", "PodGroup")
+JUDGED = ("admitted", "waits", "denied")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One workload of the table and the fate it was written to meet in the real scheduler."""
+
+    name: str
+    intent: str  # FITS, WAITS or NEVER
+    objects: Callable[[str], list[dict[str, Any]]]
+    pods: int
+    min_count: int | None  # gang minCount; None for basic
+    key: str | None  # the topology key; None: the whole cluster is one domain
+    job: bool = False  # the Job controller makes the PodGroup
+
+    @property
+    def started_at(self) -> int:
+        """How many bound pods mean the group started (a basic group: any)."""
+        return self.min_count if self.min_count is not None else 1
+
+
+def job_row(name: str, intent: str, pods: int, gpus: int) -> Row:
+    return Row(name, intent, lambda ns: [indexed_job(name, ns, pods, gpus)], pods, pods, None, job=True)
+
+
+def group_row(name: str, intent: str, pods: int, gpus: int, min_count: int | None, key: str | None) -> Row:
+    return Row(
+        name, intent, lambda ns: hand_written(name, ns, pods, gpus, min_count, key), pods, min_count, key
+    )
+
+
+def job_group_row(name: str, intent: str, pods: int, gpus: int, key: str) -> Row:
+    return Row(name, intent, lambda ns: job_in_group(name, ns, pods, gpus, pods, key), pods, pods, key)
+
+
+# Free now: racks r0 16 (hosts 0/8/8), r1 20 (4/8/8), r2 12 (0/4/8), r3 22 (6/8/8); blocks b0 36,
+# b1 34; 19 slots of 4 GPUs, 7 whole free nodes. Empty: 24 per rack, 48 per block, 96 in all.
+ROWS: tuple[Row, ...] = (
+    job_row("job-4x4", FITS, 4, 4),
+    job_row("job-3x2", FITS, 3, 2),
+    job_row("job-10x8-wait", WAITS, 10, 8),  # 7 whole nodes free now, 12 when empty
+    job_row("job-20x4-fragmented", WAITS, 20, 4),  # 80 GPUs <= 84 free, but only 19 slots of 4
+    job_row("job-2x16-too-big", NEVER, 2, 16),  # a pod larger than any node
+    job_row("job-13x8-too-many", NEVER, 13, 8),  # 104 GPUs > 96
+    group_row("rack-4x4", FITS, 4, 4, 4, RACK),  # r0, r1, r3 hold it; r0 is the fullest
+    group_row("rack-3x4", FITS, 3, 4, 3, RACK),  # r2 exactly
+    group_row("rack-6x4-wait", WAITS, 6, 4, 6, RACK),  # 24 GPUs: a rack only when empty
+    group_row("rack-3x8-wait", WAITS, 3, 8, 3, RACK),  # 3 whole nodes in one rack: only when empty
+    group_row("rack-7x4-never", NEVER, 7, 4, 7, RACK),  # 28 > 24 per rack (the cluster has room)
+    group_row("rack-2x12-never", NEVER, 2, 12, 2, RACK),  # a pod larger than any node
+    group_row("rack-min2-of-4x8", FITS, 4, 8, 2, RACK),  # 2 whole nodes in r0: starts with 2
+    group_row("rack-min2-of-4x4", FITS, 4, 4, 2, RACK),  # all 4 fit in r0 (r2 holds 3, as full)
+    group_row("rack-min5-of-6x4", FITS, 6, 4, 5, RACK),  # 5 slots in r1 and r3: starts with 5
+    group_row("rack-min7-of-8x4-never", NEVER, 8, 4, 7, RACK),  # 28 GPUs of quorum > 24
+    group_row("block-8x4", FITS, 8, 4, 8, BLOCK),  # b0 9 slots, b1 8: b1 is the fuller
+    group_row("block-4x8", FITS, 4, 8, 4, BLOCK),  # whole nodes: b0 has 4, b1 3
+    group_row("block-10x4-wait", WAITS, 10, 4, 10, BLOCK),  # 40 > 36 now, <= 48 empty
+    group_row("block-13x4-never", NEVER, 13, 4, 13, BLOCK),  # 52 > 48
+    group_row("basic-rack-3x4", FITS, 3, 4, None, RACK),
+    group_row("basic-2x4", FITS, 2, 4, None, None),
+    job_group_row("job-in-rack-group-3x4", FITS, 3, 4, RACK),
+)
+
+
+def selected_rows() -> tuple[Row, ...]:
+    """ROWS, or only those named in ``$TASGATE_NATIVE_ROWS``."""
+    names = [n for n in os.environ.get(ROWS_ENV, "").split(",") if n]
+    unknown = set(names) - {row.name for row in ROWS}
+    if unknown:
+        raise ValueError(f"{ROWS_ENV} names no row {sorted(unknown)}")
+    return tuple(row for row in ROWS if not names or row.name in names)
+
+
+# --- tasgate's side -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ``tasgate check -o json`` said about a row's manifest."""
+
+    outcome: str
+    detail: str
+    now: dict[str, int] | None = None  # pods per domain of the row's key, as tasgate placed them now
+    when_empty: dict[str, int] | None = None
+
+
+def run_check(manifest: Path, state: Path) -> dict[str, Any]:
+    argv = [str(TASGATE), "check", "-f", str(manifest), "--state", str(state), "-o", "json"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    if run.returncode not in (0, 1):
+        raise AssertionError(f"{' '.join(argv)} exited {run.returncode}:\n{run.stderr[-3000:]}")
+    return dict(json.loads(run.stdout))
+
+
+def verdict(report: Mapping[str, Any], key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> Verdict:
+    """The row's verdict: the one judged result among its Job/Workload/PodGroup documents.
+
+    Pods of a hand-written group are not judged on their own. Several judged documents must agree
+    (a Workload admitted and its PodGroup denied is no verdict).
+    """
+    results = [r for r in report.get("results") or () if r.get("kind") in GROUP_KINDS]
+    judged = [r for r in results if r.get("outcome") in JUDGED]
+    if not judged:
+        first = results[0] if results else {"outcome": "no result", "reason": ""}
+        return Verdict(str(first.get("outcome")), str(first.get("reason") or first.get("message") or ""))
+    outcomes = sorted({str(r["outcome"]) for r in judged})
+    if len(outcomes) > 1:
+        mixed = ", ".join(f"{r['kind']} {r['outcome']}" for r in judged)
+        return Verdict("conflict", mixed)
+    chosen = next((r for r in judged if r.get("podSets")), judged[0])
+    podsets = chosen.get("podSets") or []
+    return Verdict(
+        outcomes[0],
+        str(chosen.get("reason") or ""),
+        placement(podsets, "now", key, hosts),
+        placement(podsets, "whenEmpty", key, hosts),
+    )
+
+
+def placement(
+    podsets: Sequence[Mapping[str, Any]], which: str, key: str | None, hosts: Mapping[str, Mapping[str, str]]
+) -> dict[str, int] | None:
+    """Pods per domain of ``key`` (``*`` for a keyless row) in tasgate's ``which`` assignment."""
+    total: Counter[str] = Counter()
+    for podset in podsets:
+        mode = podset.get(which) or {}
+        levels = list(mode.get("assignmentLevels") or ())
+        assignment = mode.get("assignment")
+        if not assignment:
+            continue
+        for domain in assignment:
+            total[domain_of(domain.get("values") or [], levels, key, hosts)] += int(domain.get("count", 0))
+    return dict(total) if total else None
+
+
+def domain_of(
+    values: Sequence[str], levels: Sequence[str], key: str | None, hosts: Mapping[str, Mapping[str, str]]
+) -> str:
+    """The value of ``key`` for one assignment entry: read directly, or through its host's labels."""
+    if key is None:
+        return "*"
+    if key in levels and levels.index(key) < len(values):
+        return str(values[levels.index(key)])
+    host_level = "kubernetes.io/hostname"
+    if host_level in levels and levels.index(host_level) < len(values):
+        return str(hosts.get(values[levels.index(host_level)], {}).get(key, "?"))
+    return "?"
+
+
+# --- the scheduler's side -----------------------------------------------------------------------
+
+
+@dataclass
+class Fate:
+    """What the scheduler did with a row's group."""
+
+    kind: str  # FITS, WAITS or NEVER, as observed
+    text: str
+    placed: dict[str, int] = field(default_factory=dict)  # bound pods per domain of the key
+    condition: dict[str, Any] | None = None
+
+
+def per_domain(settled: Settled, key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
+    if key is None:
+        return {"*": len(settled.bound_nodes)} if settled.bound_nodes else {}
+    return dict(Counter(hosts[node].get(key, "?") for node in settled.bound_nodes))
+
+
+def started(settled: Settled, row: Row) -> bool:
+    return settled.scheduled and len(settled.bound_nodes) >= row.started_at
+
+
+def describe(settled: Settled, row: Row) -> str:
+    n = len(settled.bound_nodes)
+    return "bound" if n == row.pods else f"started {n}/{row.pods}"
+
+
+def observe(world: NativeWorld, row: Row, group: str) -> Fate:
+    """The scheduler's fate for the row (see the module docstring); leaves the blockers deleted
+    when it had to free the cluster."""
+    hosts = world.node_labels
+    now = world.settle(NAMESPACE, group, row.pods)
+    if started(now, row):
+        return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
+    before = world.cycles(NAMESPACE, group)
+    world.free_blockers()
+    later: list[Settled] = []
+
+    def decided() -> bool:
+        state = world.settle(NAMESPACE, group, row.pods)
+        later[:] = [state]
+        return started(state, row) or world.cycles(NAMESPACE, group) >= before + NEVER_CYCLES
+
+    wait_until(f"{group} bound or {NEVER_CYCLES} more cycles on the empty cluster", decided)
+    last = later[0]
+    if started(last, row):
+        return Fate(
+            WAITS, "waited, then " + describe(last, row), per_domain(last, row.key, hosts), last.condition
+        )
+    cycles = world.cycles(NAMESPACE, group) - before
+    reason = (last.condition or {}).get("reason")
+    return Fate(NEVER, f"never ({reason}, {cycles} cycles empty)", {}, last.condition)
+
+
+# --- a row end to end ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    row: Row
+    verdict: Verdict
+    fate: Fate
+    placement: str  # "agree", "n/a" or what differs
+    problems: list[str]
+
+
+def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
+    """Dump, check, submit, observe, compare; the cluster is cleared and its blockers back after."""
+    directory = workdir / row.name
+    state = world.dump_state(directory / "state")
+    objects = row.objects(NAMESPACE)
+    manifest = directory / "manifest.yaml"
+    manifest.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    said = verdict(run_check(manifest, state), row.key, world.node_labels)
+    try:
+        world.create(objects)
+        group = world.job_pod_group(NAMESPACE, row.name) if row.job else group_name(row.name)
+        fate = observe(world, row, group)
+    finally:
+        world.clear(NAMESPACE)
+        world.restore_blockers()
+    agree, problems = compare(row, said, fate)
+    return Outcome(row, said, fate, agree, problems)
+
+
+def compare(row: Row, said: Verdict, fate: Fate) -> tuple[str, list[str]]:
+    """The placement column and every disagreement of the row."""
+    problems = []
+    if fate.kind != row.intent:
+        problems.append(f"the scheduler's fate is {fate.kind}, the row was written for {row.intent}")
+    want = EXPECTED_OUTCOME[fate.kind]
+    if said.outcome != want:
+        false_denial = said.outcome == "denied" and fate.kind != NEVER
+        label = "FALSE DENIAL" if false_denial else "verdict"
+        problems.append(f"{label}: tasgate {said.outcome} ({said.detail}), the scheduler {fate.text}")
+    if fate.kind == NEVER and (fate.condition or {}).get("reason") != "Unschedulable":
+        problems.append(
+            f"a never-fit group without the scheduler's Unschedulable condition: {fate.condition}"
+        )
+    agree = placement_agreement(row, said, fate)
+    if agree not in ("agree", "n/a"):
+        problems.append(f"placement: {agree}")
+    return agree, problems
+
+
+def placement_agreement(row: Row, said: Verdict, fate: Fate) -> str:
+    if fate.kind == NEVER:
+        return "n/a"
+    predicted = said.now if fate.kind == FITS else said.when_empty
+    if predicted is None:
+        return f"tasgate gave no placement; bound {fate.placed}"
+    if row.key is None:
+        same = sum(predicted.values()) == sum(fate.placed.values())
+        return (
+            "agree" if same else f"tasgate {sum(predicted.values())} pods, bound {sum(fate.placed.values())}"
+        )
+    if fate.kind == FITS:
+        return "agree" if predicted == fate.placed else f"tasgate {predicted}, bound {fate.placed}"
+    shape = sorted(predicted.values()) == sorted(fate.placed.values())
+    return "agree" if shape else f"tasgate {predicted} when empty, bound {fate.placed}"
+
+
+def table(outcomes: Sequence[Outcome]) -> str:
+    """One line per row: name, tasgate's verdict, the scheduler's result, placement agreement."""
+    lines = [f"{'workload':<24} {'tasgate':<28} {'scheduler':<38} placement", "-" * 110]
+    for o in outcomes:
+        said = o.verdict.outcome + (f" ({o.verdict.detail})" if o.verdict.outcome not in JUDGED else "")
+        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:38]:<38} {o.placement}")
+    bad = [o for o in outcomes if o.problems]
+    lines.append(f"{len(outcomes)} workloads, {len(outcomes) - len(bad)} agree, {len(bad)} disagree")
+    for o in bad:
+        lines.extend(f"  {o.row.name}: {p}" for p in o.problems)
+    return "\n".join(lines)
+
+
+def never_conditions(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any] | None]:
+    """Row name -> the PodGroupScheduled condition of each never-fit group, as the scheduler left it."""
+    return {o.row.name: o.fate.condition for o in outcomes if o.fate.kind == NEVER}
