@@ -18,7 +18,14 @@ from typing import Any
 import yaml
 
 from e2e.controlplane import ControlPlane
-from e2e.native import POD_GROUPS, WORKLOADS, NativeCluster, kinds_for_state, scheduled_condition
+from e2e.native import (
+    POD_GROUPS,
+    SCHEDULING_API,
+    WORKLOADS,
+    NativeCluster,
+    kinds_for_state,
+    scheduled_condition,
+)
 from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes
 
 SETTLE_TIMEOUT = 60.0
@@ -119,11 +126,15 @@ class NativeWorld:
         return list(self.cp.kubectl_json("get", kind, "-n", namespace)["items"])
 
     def dump_state(self, directory: Path) -> Path:
-        """What docs/cli.md's ``--state`` reads, plus PodGroups and Workloads, as kubectl prints it."""
+        """What docs/cli.md's ``--state`` reads, plus PodGroups and Workloads, as kubectl prints it,
+        and the API's discovery document: an empty cluster holds no native object that would show
+        tasgate the API is served (webhook/state/native.py)."""
         directory.mkdir(parents=True, exist_ok=True)
         for i, kinds in enumerate(kinds_for_state()):
             text = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
             (directory / f"state-{i}.yaml").write_text(text)
+        discovery = self.cp.kubectl("get", "--raw", f"/apis/{SCHEDULING_API}").stdout
+        (directory / "discovery.json").write_text(discovery)
         return directory
 
     def clear(self, namespace: str) -> None:
