@@ -62,6 +62,11 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (critical / "kustomization.yaml").write_text(
         "resources: [../cert-manager]\ncomponents: [../../components/system-cluster-critical]\n"
     )
+    pod_info = copy / "overlays" / "pod-info"
+    pod_info.mkdir()
+    (pod_info / "kustomization.yaml").write_text(
+        "resources: [../cert-manager]\ncomponents: [../../components/pod-info-metrics]\n"
+    )
     return copy
 
 
@@ -137,7 +142,10 @@ def test_monitoring_values_render_the_monitoring_overlay(helm: Helm) -> None:
     def links(objs: list[dict[str, Any]]) -> dict[str, str]:
         (rule,) = [o for o in objs if o["kind"] == "PrometheusRule"]
         return {
-            r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]
+            r["alert"]: r["annotations"]["runbook_url"]
+            for g in rule["spec"]["groups"]
+            for r in g["rules"]
+            if "alert" in r
         }
 
     theirs = links(kustomized)
@@ -154,6 +162,33 @@ def test_priority_class_values_render_the_component(helm: Helm, manifests: Path)
     assert_same(
         chart, kustomize(manifests / "overlays" / "critical"), kustomize_only=[NS], unlabelled=CERT_OBJECTS
     )
+
+
+def test_pod_info_value_renders_the_component(helm: Helm, manifests: Path) -> None:
+    """monitoring.podInfoMetrics adds --pod-info-metrics as components/pod-info-metrics does."""
+    chart = helm.template(
+        *value_flags({"certificates.mode": "cert-manager", "monitoring.podInfoMetrics": "true"})
+    )
+    kustomized = kustomize(manifests / "overlays" / "pod-info")
+    assert_same(chart, kustomized, kustomize_only=[NS], unlabelled=CERT_OBJECTS)
+    (deployment,) = [d for d in chart if d["kind"] == "Deployment"]
+    assert "--pod-info-metrics" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (default,) = [d for d in helm.template() if d["kind"] == "Deployment"]
+    assert "--pod-info-metrics" not in default["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_straggler_ratio_value_sets_only_the_threshold_rule(helm: Helm) -> None:
+    def rules(*flags: str) -> list[dict[str, Any]]:
+        (rule,) = [
+            d for d in helm.template("--set=monitoring.enabled=true", *flags) if d["kind"] == "PrometheusRule"
+        ]
+        return [r for g in rule["spec"]["groups"] for r in g["rules"]]
+
+    shipped, moved = rules(), rules("--set-json=monitoring.stragglerRatio=0.3")
+    changed = [(a, b) for a, b in zip(shipped, moved, strict=True) if a != b]
+    assert [(a["record"], a["expr"], b["expr"]) for a, b in changed] == [
+        ("tasgate:gang_gpu_straggler:threshold_ratio", "vector(0.5)", "vector(0.3)")
+    ]
 
 
 def test_kueue_users_reach_the_match_conditions_and_the_policy(helm: Helm) -> None:
@@ -192,6 +227,7 @@ def test_helm_lint_passes_for_every_values_set(helm: Helm, tmp_path: Path) -> No
         {"webhooks.enabled": "false", "certificates.mode": "provided"},
         {"priorityClassName": "system-cluster-critical", "priorityClassQuota.enabled": "true"},
         {"image.digest": "sha256:" + "0" * 64},
+        {"monitoring.enabled": "true", "monitoring.podInfoMetrics": "true"},
     ):
         done = helm.run("lint", "--strict", str(CHART), *value_flags(values), check=False)
         assert done.returncode == 0, f"helm lint {values}:\n{done.stdout}\n{done.stderr}"

@@ -68,13 +68,16 @@ def test_an_overlay_of_yours_points_every_runbook_url_elsewhere(tmp_path: Path) 
     assert sorted(d["kind"] for d in built) == ["ConfigMap", "PrometheusRule", "ServiceMonitor"]
     assert [d["metadata"]["name"] for d in built if d["kind"] == "ConfigMap"] == ["tasgate-dashboard"]
     (rule,) = [d for d in built if d["kind"] == "PrometheusRule"]
-    urls = {r["alert"]: r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]}
-    assert len(urls) == sum(len(g["rules"]) for g in rule_spec()["groups"])
+    alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    urls = {r["alert"]: r["annotations"]["runbook_url"] for r in alerts}
+    assert len(urls) == sum(1 for g in rule_spec()["groups"] for r in g["rules"] if "alert" in r)
+    records = [r for g in rule["spec"]["groups"] for r in g["rules"] if "record" in r]
+    assert records and not [r for r in records if "annotations" in r], "a recording rule was given a link"
     assert urls == {a: f"https://wiki.example/tasgate/runbooks.md#{a.lower()}" for a in urls}
     (shipped,) = [d for d in kustomize(OVERLAY) if d["kind"] == "PrometheusRule"]
-    assert {r["annotations"]["runbook_url"] for g in shipped["spec"]["groups"] for r in g["rules"]} == {
-        f"docs/runbooks.md#{a.lower()}" for a in urls
-    }
+    assert {
+        r["annotations"]["runbook_url"] for g in shipped["spec"]["groups"] for r in g["rules"] if "alert" in r
+    } == {f"docs/runbooks.md#{a.lower()}" for a in urls}
 
 
 def declared_in_go(source: str, metric: ext.External) -> tuple[str, list[str], str]:

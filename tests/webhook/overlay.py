@@ -59,11 +59,17 @@ def rule_queries() -> Iterator[tuple[str, str]]:
             yield f"alert {rule.get('alert') or rule.get('record')!r}", rule["expr"]
 
 
+def recorded() -> set[str]:
+    """The names the rule file's recording rules write (Prometheus stores them, no exporter does)."""
+    return {r["record"] for g in rule_spec()["groups"] for r in g["rules"] if "record" in r}
+
+
 def queried_metrics() -> dict[str, list[str]]:
-    """Every metric name a panel, variable or rule reads, with where it is read."""
+    """Every metric name a panel, variable or rule reads, with where it is read; a recording
+    rule's output is not one (its own expression is, and promtool's cases test its value)."""
     used: dict[str, list[str]] = {}
     for where, expr in [*dashboard_queries(), *rule_queries()]:
-        for name in promql.metric_names(expr):
+        for name in promql.metric_names(expr) - recorded():
             used.setdefault(name, []).append(where)
     return used
 

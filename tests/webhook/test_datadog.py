@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENT = ROOT / "manifests" / "base" / "deployment.yaml"
 CHART = ROOT / "charts" / "tasgate" / "templates" / "deployment.yaml"
 KEY = "ad.datadoghq.com/tasgate.checks"
+# Served, deliberately not in the annotation (docs/monitoring.md#datadog says so and why): one
+# series per running pod is a custom metric per pod, and it is a join key for PromQL's group_left.
+NOT_FOR_DATADOG = frozenset({"tasgate_pod_info"})
 EVENT_REASONS = (
     "PartialStart", "CapacityLost", "NeverFits", "PredictionMismatch", "TopologyViolated",
     "PodGroupCreateFailed",
@@ -47,7 +50,7 @@ def _served() -> set[str]:
     labels = {"pool": "gpu", "block": "b0", "rack": "r0", HOST: "n0"}
     state = build_state([node("n0", labels), *kueue_objects(("block", "rack", HOST))], generation=1)
     metrics = Metrics(lambda: (state, 0.0))
-    LifecycleMetrics(metrics.registry)
+    LifecycleMetrics(metrics.registry, pod_info=True)
     return {family.name for family in metrics.registry.collect()}
 
 
@@ -62,7 +65,8 @@ def _renamed() -> dict[str, str]:
 def test_the_annotation_lists_exactly_the_metrics_tasgate_serves() -> None:
     served = _served()
     assert {"tasgate_gang_domains_spanned", "tasgate_gang_phase_seconds", "tasgate_gangs"} <= served
-    assert set(_renamed()) == served
+    assert served >= NOT_FOR_DATADOG
+    assert set(_renamed()) == served - NOT_FOR_DATADOG
     assert all(name == f"tasgate_{short}" for name, short in _renamed().items())
 
 
@@ -97,7 +101,20 @@ def test_the_docs_datadog_section_names_only_what_the_annotation_produces() -> N
     assert named and named <= produced, named - produced
     for tag in _instance()["rename_labels"].values():
         assert f"{tag}:" in section
+    for name in NOT_FOR_DATADOG:
+        assert f"`{name}` is left out" in section, name
     assert KEY in section and "http://%%host%%:9090/metrics" in section
     code = "\n".join(p.read_text() for p in (ROOT / "webhook").rglob("*.py"))
     for reason in EVENT_REASONS:
         assert f"`{reason}`" in section and f'"{reason}"' in code, reason
+
+
+def test_the_readme_points_at_the_datadog_section_the_annotation_is_described_in() -> None:
+    """The README's one Datadog sentence: the Deployment's annotation, an OpenMetrics check, and a
+    link to the docs' section, which names the annotation's key (test above)."""
+    readme = (ROOT / "README.md").read_text()
+    sentence = next(line for line in readme.splitlines() if "Datadog" in line)
+    checks = json.loads(_pod_template()["metadata"]["annotations"][KEY])
+    assert set(checks) == {"openmetrics"} and "OpenMetrics check" in readme
+    assert "Autodiscovery annotation" in readme and "(docs/monitoring.md#datadog)" in readme, sentence
+    assert "\n## Datadog\n" in (ROOT / "docs" / "monitoring.md").read_text()

@@ -86,7 +86,26 @@ KUEUE = (
     ),
 )
 PROMETHEUS = (External("up", "gauge", ("job", "instance"), PROMETHEUS_SOURCE, "up"),)
-ALL = (*APISERVER, *KUEUE, *PROMETHEUS)
+# NVIDIA's dcgm-exporter, github.com/NVIDIA/dcgm-exporter at tag 4.5.3-4.8.2 (no Go module the
+# e2e build pins: the suite checks these against e2e/dcgm/default-counters.csv, that file at the
+# tag by git blob id). A GPU series' labels as internal/pkg/rendermetrics/render_metrics.go
+# renders them, then the label-type counters of the CSV (DCGM_FI_DRIVER_VERSION), then what the
+# Kubernetes pod mapper adds (internal/pkg/transformation/const.go): container, namespace, pod,
+# pod_uid. dcgm-exporter names series by the CSV's field names, a counter with no _total.
+DCGM_SOURCE = "NVIDIA/dcgm-exporter@4.5.3-4.8.2 etc/default-counters.csv"
+DCGM_LABELS = (
+    "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION",
+    "container", "namespace", "pod", "pod_uid",
+)  # fmt: skip
+DCGM = tuple(
+    External(name, kind, DCGM_LABELS, DCGM_SOURCE, name)
+    for name, kind in (
+        ("DCGM_FI_DEV_GPU_UTIL", "gauge"),
+        ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter"),
+        ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge"),
+    )
+)
+ALL = (*APISERVER, *KUEUE, *PROMETHEUS, *DCGM)
 # Labels every scraped series may carry besides its own: the target's, and a histogram's bucket.
 TARGET_LABELS = frozenset({"job", "instance", "le"})
 
