@@ -15,6 +15,7 @@ domain, which is also what a GPU-aware prediction computes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from e2e.kueue_scenario import BLOCK, RACK
@@ -39,34 +40,51 @@ def nodes() -> dict[str, dict[str, str]]:
     }
 
 
-def resources(gpus: int) -> dict[str, Any]:
-    """Requests (and the GPU limit) of a pod with ``gpus`` GPUs, in the node's cpu/memory ratio."""
-    requests = {"cpu": str(CPU_PER_GPU * gpus), "memory": f"{GIB_PER_GPU * gpus}Gi", GPU: str(gpus)}
-    return {"requests": requests, "limits": {GPU: str(gpus)}}
+@dataclass(frozen=True)
+class Shape:
+    """A pod's requests: ``gpus`` GPUs and, unless given, the node's cpu and memory per GPU."""
+
+    gpus: int
+    cpu: int | None = None
+    gib: int | None = None
+
+    def resources(self) -> dict[str, Any]:
+        cpu = CPU_PER_GPU * self.gpus if self.cpu is None else self.cpu
+        gib = GIB_PER_GPU * self.gpus if self.gib is None else self.gib
+        requests = {"cpu": str(cpu), "memory": f"{gib}Gi"}
+        if not self.gpus:
+            return {"requests": requests}
+        return {"requests": {**requests, GPU: str(self.gpus)}, "limits": {GPU: str(self.gpus)}}
 
 
-def pod_spec(gpus: int, group: str | None = None) -> dict[str, Any]:
+def pod_spec(shape: Shape | int, group: str | None = None) -> dict[str, Any]:
+    shape = Shape(shape) if isinstance(shape, int) else shape
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "train", "image": "trainer:latest", "resources": resources(gpus)}],
+        "containers": [{"name": "train", "image": "trainer:latest", "resources": shape.resources()}],
     }
     if group is not None:
         spec["schedulingGroup"] = {"podGroupName": group}
     return spec
 
 
+def bound_pod(name: str, namespace: str, node: str, shape: Shape) -> dict[str, Any]:
+    """A pod bound to ``node`` by ``spec.nodeName`` (no scheduler involved): usage in a dump."""
+    spec = pod_spec(shape)
+    spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
 def blocker_pods() -> Iterator[dict[str, Any]]:
     """The bound pods that make the cluster partly used (``spec.nodeName``: no scheduler involved)."""
     for node, gpus in BLOCKERS.items():
-        spec = pod_spec(gpus)
-        spec["nodeName"] = node
-        yield {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"blocker-{node}", "namespace": BLOCKER_NAMESPACE},
-            "spec": spec,
-        }
+        yield bound_pod(f"blocker-{node}", BLOCKER_NAMESPACE, node, Shape(gpus))
 
 
 def indexed_job(name: str, namespace: str, pods: int, gpus: int, group: str | None = None) -> dict[str, Any]:
@@ -122,7 +140,7 @@ def group_name(workload: str) -> str:
     return f"{workload}-workers"
 
 
-def group_pods(name: str, namespace: str, pods: int, gpus: int) -> list[dict[str, Any]]:
+def group_pods(name: str, namespace: str, pods: int, gpus: Shape | int) -> list[dict[str, Any]]:
     """``pods`` bare Pods in the PodGroup of Workload ``name`` (``spec.schedulingGroup``)."""
     return [
         {
@@ -136,7 +154,7 @@ def group_pods(name: str, namespace: str, pods: int, gpus: int) -> list[dict[str
 
 
 def hand_written(
-    name: str, namespace: str, pods: int, gpus: int, min_count: int | None, key: str | None
+    name: str, namespace: str, pods: int, gpus: Shape | int, min_count: int | None, key: str | None
 ) -> list[dict[str, Any]]:
     """Pods, then the Workload and PodGroup they name: a native gang written by hand.
 

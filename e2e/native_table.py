@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from e2e.kueue_scenario import BLOCK, RACK
-from e2e.native_scenario import group_name, hand_written, indexed_job, job_in_group
+from e2e.native_scenario import Shape, bound_pod, group_name, hand_written, indexed_job, job_in_group
 from e2e.native_world import NativeWorld, Settled, wait_until
 from e2e.serving import TASGATE
 
@@ -57,6 +57,7 @@ class Row:
     min_count: int | None  # gang minCount; None for basic
     key: str | None  # the topology key; None: the whole cluster is one domain
     job: bool = False  # the Job controller makes the PodGroup
+    setup: Callable[[str], list[dict[str, Any]]] | None = None  # bound pods the row adds first
 
     @property
     def started_at(self) -> int:
@@ -71,6 +72,22 @@ def job_row(name: str, intent: str, pods: int, gpus: int) -> Row:
 def group_row(name: str, intent: str, pods: int, gpus: int, min_count: int | None, key: str | None) -> Row:
     return Row(
         name, intent, lambda ns: hand_written(name, ns, pods, gpus, min_count, key), pods, min_count, key
+    )
+
+
+def cpu_heavy_rack_row() -> Row:
+    """5 × 4 GPUs (1 cpu, 8 GiB each) at rack after a cpu-only pod took 16 cpu of r3: r1 (20 GPUs
+    free) and r3 (22) hold it. A GPU best fit takes r1; the scheduler's placement score,
+    MostAllocated over cpu and memory only, takes r3, whose cpu and memory are the more used."""
+    name, shape = "rack-5x4-cpu-scored", Shape(4, cpu=1, gib=8)
+    return Row(
+        name,
+        FITS,
+        lambda ns: hand_written(name, ns, 5, shape, 5, RACK),
+        5,
+        5,
+        RACK,
+        setup=lambda ns: [bound_pod("cpu-hog", ns, "r3-h1", Shape(0, cpu=16, gib=128))],
     )
 
 
@@ -104,6 +121,7 @@ ROWS: tuple[Row, ...] = (
     group_row("basic-rack-3x4", FITS, 3, 4, None, RACK),
     group_row("basic-2x4", FITS, 2, 4, None, None),
     job_group_row("job-in-rack-group-3x4", FITS, 3, 4, RACK),
+    cpu_heavy_rack_row(),
 )
 
 
@@ -262,6 +280,9 @@ class Outcome:
 def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
     """Dump, check, submit, observe, compare; the cluster is cleared and its blockers back after."""
     directory = workdir / row.name
+    if row.setup is not None:
+        world.create(row.setup(NAMESPACE))
+        world.wait_running(NAMESPACE)
     state = world.dump_state(directory / "state")
     objects = row.objects(NAMESPACE)
     manifest = directory / "manifest.yaml"
@@ -320,7 +341,9 @@ def table(outcomes: Sequence[Outcome]) -> str:
     lines = [f"{'workload':<24} {'tasgate':<28} {'scheduler':<38} placement", "-" * 110]
     for o in outcomes:
         said = o.verdict.outcome + (f" ({o.verdict.detail})" if o.verdict.outcome not in JUDGED else "")
-        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:38]:<38} {o.placement}")
+        where = " ".join(f"{d}:{n}" for d, n in sorted(o.fate.placed.items()))
+        column = f"{o.placement} ({where})" if o.placement == "agree" and where else o.placement
+        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:38]:<38} {column}")
     bad = [o for o in outcomes if o.problems]
     lines.append(f"{len(outcomes)} workloads, {len(outcomes) - len(bad)} agree, {len(bad)} disagree")
     for o in bad:

@@ -108,6 +108,13 @@ class NativeWorld:
 
         wait_until("the blocker pods Running", running)
 
+    def wait_running(self, namespace: str) -> None:
+        """Until every pod of ``namespace`` runs (pods bound by nodeName, started by kwok)."""
+        wait_until(
+            f"the pods of {namespace} Running",
+            lambda: all(p["status"].get("phase") == "Running" for p in self.pods(namespace)),
+        )
+
     def free_blockers(self) -> None:
         """Delete every blocker pod and wait until they are gone: the whole cluster is free."""
         self.cp.kubectl(
