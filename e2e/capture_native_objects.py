@@ -10,9 +10,9 @@ blocker pods, runs each scenario below in a namespace of its own, waits until th
 settled it, and writes every object the scenario owns (Job, Workload, PodGroup, Pods, and the
 scheduler's Events, the first of each pod, reason and note) as the components left them.
 ``state.yaml`` is the cluster before any scenario (Nodes as kwok keeps them and the blocker pods),
-the ``--state`` a unit test checks against. Normalised like e2e/capture_kueue_objects.py
-(managedFields, uids, resourceVersions and creation timestamps dropped, owner UIDs and status
-times replaced by placeholders), and pod IPs too.
+the ``--state`` a unit test checks against, with ``discovery.json`` (the API's discovery
+document). Normalised like e2e/capture_kueue_objects.py (managedFields, uids, resourceVersions and
+creation timestamps dropped, owner UIDs and status times replaced by placeholders), and pod IPs too.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import yaml
 from e2e.capture_kueue_objects import TIME_PLACEHOLDER, normalise
 from e2e.controlplane import pinned_versions
 from e2e.kueue_scenario import BLOCK, RACK
-from e2e.native import POD_GROUPS, WORKLOADS, NativeCluster, native_control_plane
+from e2e.native import POD_GROUPS, SCHEDULING_API, WORKLOADS, NativeCluster, native_control_plane
 from e2e.native_scenario import BLOCKER_NAMESPACE, group_name, hand_written, indexed_job, job_in_group
 from e2e.native_world import NativeWorld
 
@@ -93,12 +93,16 @@ def header(what: str) -> str:
 
 
 def clean(obj: dict[str, Any]) -> dict[str, Any]:
-    """normalise() plus what differs on every run for kwok pods and events (IPs, event times)."""
+    """normalise() plus what differs on every run for kwok pods and events (IPs, start and event times)."""
     out = normalise(obj)
     status = out.get("status")
     if isinstance(status, dict):
         for key in _IP_KEYS:
             status.pop(key, None)
+        for container in status.get("containerStatuses") or ():
+            running = (container.get("state") or {}).get("running")
+            if isinstance(running, dict) and "startedAt" in running:
+                running["startedAt"] = TIME_PLACEHOLDER
     for key in _EVENT_TIMES:
         if out.get(key):
             out[key] = TIME_PLACEHOLDER
@@ -143,6 +147,8 @@ def capture(out: Path) -> None:
             header("The cluster before any scenario: 12 kwok Nodes and the blocker pods")
             + yaml.safe_dump_all([clean(o) for o in state], sort_keys=True)
         )
+        discovery = cp.kubectl("get", "--raw", f"/apis/{SCHEDULING_API}").stdout
+        (out / "discovery.json").write_text(discovery)
         for i, scenario in enumerate(SCENARIOS):
             objects = run_scenario(world, scenario, f"capture-{i}")
             text = header(scenario.what) + yaml.safe_dump_all(objects, sort_keys=True)
