@@ -510,7 +510,9 @@ def test_bad_policy_is_a_usage_error(tmp_path: Path) -> None:
     )
     run = tasgate("check", "-f", str(MANIFESTS / "tfjob.yaml"), "--policy", str(path))
     assert run.code == EXIT_BAD_INPUT
-    assert "spec.rules[0].gang.backend: must be one of coscheduling, volcano, none, got 'kai'" in run.err
+    assert (
+        "spec.rules[0].gang.backend: must be one of coscheduling, volcano, native, none, got 'kai'" in run.err
+    )
     no_traceback(run)
 
 

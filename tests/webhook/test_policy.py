@@ -177,7 +177,7 @@ GOOD_HEAD = "apiVersion: tasgate.io/v1alpha1\nkind: AdmissionPolicy\n"
         ),
         (
             GOOD_HEAD + "spec: {rules: [{gang: {backend: kai}}]}\n",
-            "spec.rules[0].gang.backend: must be one of coscheduling, volcano, none, got 'kai'",
+            "spec.rules[0].gang.backend: must be one of coscheduling, volcano, native, none, got 'kai'",
         ),
         (
             GOOD_HEAD + "spec: {rules: [{gang: {backend: coscheduling, scheduleTimeoutSeconds: 1.5}}]}\n",

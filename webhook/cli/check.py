@@ -10,7 +10,7 @@ pointed at the wrong directory must not pass).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.decide.decision import decide
@@ -20,6 +20,7 @@ from webhook.decide.report import decision_json
 from webhook.decide.verdicts import Decision, Review
 from webhook.files.loader import Document, LoadFailure
 from webhook.state.cluster import ClusterState
+from webhook.state.native import with_applied
 from webhook.state.rejected import Rejected
 
 API_VERSION = "tasgate.io/v1"
@@ -56,7 +57,10 @@ def check_all(
 ) -> list[Result]:
     """One result per workload (or unreadable input); objects that are not workloads are left out."""
     results = []
-    for item in inputs:
+    items = list(inputs)
+    applied = [i.obj for i in items if isinstance(i, Document)]
+    state = replace(state, native=with_applied(state.native, applied, namespace))
+    for item in items:
         if isinstance(item, LoadFailure):
             results.append(Result(item.source, "error", error=item.message))
             continue

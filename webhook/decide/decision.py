@@ -57,7 +57,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     except InvalidObject as exc:
         return _deny(base, Reason.INVALID, str(exc))
     if subject is not None and base.namespace not in policy.exempt_namespaces:
-        return decide_native(base, subject, state)
+        return decide_native(base, subject, state, obj, policy)
     if owned_by_workload(obj):
         return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
     if review.old_obj is not None and kueues_to_manage(review, policy):

@@ -140,6 +140,12 @@ def backend_for(
     never starts when only whole slices are placed: ``decide.slices``)."""
     if wanted is None or wanted.backend == "none":
         return wanted
+    if wanted.backend == "native":  # `decide.native_inject`: on the native objects, not here
+        warnings.append(
+            "no gang added: the native backend applies to Workloads and PodGroups "
+            "(scheduling.k8s.io/v1alpha2); tasgate does not create them for this kind"
+        )
+        return None
     crd = GANG_CRDS.get(wanted.backend)
     if crd is not None and crd[0] in unserved:
         warnings.append(

@@ -10,6 +10,7 @@ domain's cpu and memory) plus ``PodGroupPodsCount`` (pods placed), and breaks ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +23,9 @@ from scorer.model import (
     Placement,
     TopologyRequest,
 )
+from webhook.decide.native_inject import inject_native
 from webhook.decide.native_subject import Group, Subject
+from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
 from webhook.model.podrequests import pod_requests
@@ -32,14 +35,18 @@ from webhook.state.cluster import ClusterState
 from webhook.wire.errors import InvalidObject
 
 
-def decide_native(base: Decision, subject: Subject, state: ClusterState) -> Decision:
-    """The verdict on one native subject (``decide.native_subject``)."""
+def decide_native(
+    base: Decision, subject: Subject, state: ClusterState, obj: Mapping[str, Any], policy: Policy
+) -> Decision:
+    """The verdict on one native subject (``decide.native_subject``), with what the policy adds."""
     if subject.missing:
         return _with(base, Reason.NATIVE_UNKNOWN, True, warnings=(f"not checked: {subject.missing}",))
     try:
-        verdicts = tuple(_judge(g, state) for g in subject.groups)
+        injected = inject_native(obj, base.namespace, subject, policy, state)
+        verdicts = tuple(_judge(g, state) for g in injected.subject.groups)
     except InvalidObject as exc:
         return _with(base, Reason.INVALID, False, message=str(exc))
+    base = replace(base, warnings=(*base.warnings, *injected.warnings), patch=injected.patch)
     base = replace(base, pod_sets=verdicts, topology=None)
     denials = [_never_text(v) for v in verdicts if v.never is not None and not v.never.fits]
     if denials:
@@ -173,6 +180,7 @@ def _with(
     audit = {"decision": "allow" if allowed else "deny", "reason": reason.value, "backend": "native"}
     return replace(
         base,
+        patch=base.patch if allowed else (),
         allowed=allowed,
         reason=reason,
         message=message,

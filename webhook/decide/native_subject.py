@@ -3,15 +3,17 @@
 A native ``Workload`` or ``PodGroup`` names no pods: the pods that will join each group are
 found through the objects around it (the Job its ``controllerRef`` or controlling owner names,
 the Workload a PodGroup was stamped from, pods already naming the PodGroup). A Job is judged
-natively only when the Job controller will make it a gang (``job_gang_candidate``), it names no
-Kueue queue (then it stays Kueue's, suspended until admitted), and the state shows the native
-API served. A Pod joins through ``spec.schedulingGroup``; a Job's own pods are judged with it.
+natively only when it names no Kueue queue (then it stays Kueue's, suspended until admitted)
+and either its pod template names a PodGroup, or the Job controller will make it a gang
+(``job_gang_candidate``) and the state shows the native API served or holds no Kueue
+configuration at all (a cluster without Kueue: the native API is the only gang there).
+A Pod joins through ``spec.schedulingGroup``; a Job's own pods are judged with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.model import annotations as ann
@@ -65,16 +67,32 @@ def native_subject(obj: Mapping[str, Any], namespace: str, state: ClusterState) 
 
 
 def _workload(wl: NativeObject, state: ClusterState) -> Subject:
+    """Each template's pods: the controlling Job's, or those of a PodGroup stamped from it."""
     job_name = wl.controller[2] if wl.controller and wl.controller[:2] == ("batch", "Job") else wl.owner_job
     job = state.native.jobs.get((wl.namespace, job_name)) if job_name else None
     groups = []
     for g in wl.groups:
         if job is not None:
             groups.append(_from_job(g, job, f"Job {job_name}"))
-        else:
-            groups.append(Group(g, g.min_count, None, "", ""))
-    missing = "" if job is not None else _no_pods("Workload", wl.name, job_name)
-    return Subject("Workload", tuple(groups), missing)
+            continue
+        stamped = _stamped(wl, g.name, state)
+        if stamped is None:
+            return Subject("Workload", (), _no_pods("Workload", wl.name, job_name))
+        groups.append(stamped)
+    return Subject("Workload", tuple(groups))
+
+
+def _stamped(wl: NativeObject, template: str, state: ClusterState) -> Group | None:
+    """The template's group as its PodGroup's pods show it (the Workload's own policy and key)."""
+    for (ns, name), pg in sorted(state.native.pod_groups.items()):
+        if ns != wl.namespace or pg.template_ref != (wl.name, template):
+            continue
+        members = state.native.members.get((ns, name))
+        if members is not None and members.spec is not None:
+            g = next(t for t in wl.groups if t.name == template)
+            count = max(g.min_count - members.bound, members.pending)
+            return Group(g, count, members.spec, "spec", f'the pods of PodGroup "{name}"', members)
+    return None
 
 
 def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
@@ -99,13 +117,45 @@ def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
 
 def _job(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
     labels = metadata(obj).get("labels")
-    queued = isinstance(labels, Mapping) and bool(labels.get(ann.QUEUE_LABEL))
-    if queued or not state.native.served or not job_gang_candidate(obj):
+    if isinstance(labels, Mapping) and labels.get(ann.QUEUE_LABEL):
+        return None  # Kueue's: suspended until Kueue admits it
+    joined = _job_group(obj, namespace, state)
+    if joined is not None:
+        return joined
+    kueue = state.topologies or state.flavors or state.cluster_queues or state.local_queues
+    if not job_gang_candidate(obj) or not (state.native.served or not kueue):
         return None
     parallelism = int(obj["spec"]["parallelism"])
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
     spec = GroupSpec(f"{name}-pgt-0", GANG, parallelism, None, "spec.parallelism")
     return Subject("Job", (_from_job(spec, obj, "its pod template"),))
+
+
+def _job_group(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
+    """A Job whose pod template names a PodGroup itself: its pods join that group."""
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod_spec = template.get("spec") if isinstance(template, Mapping) else None
+    group = scheduling_group(pod_spec)
+    if group is None or not isinstance(pod_spec, Mapping) or not isinstance(spec, Mapping):
+        return None
+    ns = str(metadata(obj).get("namespace") or namespace)
+    pg = state.native.pod_groups.get((ns, group))
+    if pg is None:
+        return Subject(
+            "Job", (), f'PodGroup "{group}" is not in the state; the Job\'s pods wait until it exists'
+        )
+    parallelism = spec.get("parallelism")
+    completions = spec.get("completions")
+    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        count = min(count, completions)
+    members = state.native.members.get((ns, group), Members())
+    g = pg.groups[0]
+    found = Group(
+        g, max(g.min_count - members.bound, count), pod_spec, "spec.template.spec", "its pod template"
+    )
+    return Subject("Job", (replace(found, members=members),))
 
 
 def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
@@ -120,7 +170,8 @@ def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
         return Subject("Pod", (), missing)
     g = pg.groups[0]
     members = state.native.members.get((ns, group), Members())
-    count = max(g.min_count - members.bound, members.pending + 1)
+    name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
+    count = max(g.min_count - members.bound, members.pending + (name not in members.names))
     return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members),))
 
 

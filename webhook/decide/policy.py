@@ -24,7 +24,7 @@ DEFAULT_GPU_RESOURCES = (
 # to make; anyone else who unsuspends a queued workload is judged.
 KUEUE_USERS = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
 MODES = ("required", "preferred", "none")
-BACKENDS = ("coscheduling", "volcano", "none")
+BACKENDS = ("coscheduling", "volcano", "native", "none")
 TIGHTEST = "tightest"
 PARTIAL_START_AFTER = 300.0  # seconds some pods may run while the rest stay Pending (lifecycle)
 MAX_GANG_SHAPES = 16  # each shape is one placement per flavor per state generation
@@ -102,7 +102,7 @@ class Inject:
 
 @dataclass(frozen=True)
 class Gang:
-    backend: str = "none"  # coscheduling | volcano | none
+    backend: str = "none"  # coscheduling | volcano | native | none
     schedule_timeout_seconds: int | None = None
 
 

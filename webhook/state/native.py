@@ -4,19 +4,21 @@ template a Job-made Workload stands for.
 
 A native Workload or PodGroup carries no pod template: the requests of its pods are those of
 the Job its ``controllerRef`` names, or of the pods already naming the group. Whether the API
-is served at all is read from the dump: any object of ``scheduling.k8s.io/v1alpha2``, or the
+is served at all is read from the dump: any object of ``scheduling.k8s.io/v1alpha2``, a pod
+with ``spec.schedulingGroup`` (the API server drops the field when the gate is off), or the
 group-version's discovery document (``kubectl get --raw /apis/scheduling.k8s.io/v1alpha2``, an
 ``APIResourceList`` naming ``workloads`` and ``podgroups``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.model.workloads.native import NATIVE_API, NativeObject, read_native, scheduling_group
 from webhook.state.fields import metadata
+from webhook.wire.errors import InvalidObject
 
 Key = tuple[str, str]  # (namespace, name)
 TERMINAL = frozenset({"Succeeded", "Failed"})
@@ -30,6 +32,7 @@ class Members:
     pending: int = 0
     nodes: tuple[str, ...] = ()
     spec: Mapping[str, Any] | None = None
+    names: frozenset[str] = frozenset()  # the pods counted, so a pod is never counted twice
 
 
 @dataclass(frozen=True)
@@ -78,15 +81,48 @@ class NativeFold:
         status = obj.get("status")
         if isinstance(status, Mapping) and status.get("phase") in TERMINAL:
             return
-        key = (str(metadata(obj).get("namespace", "") or ""), group)
+        self.served = True  # the API server keeps the field only when the API is enabled
+        meta = metadata(obj)
+        key = (str(meta.get("namespace", "") or ""), group)
         was = self.members.get(key, Members())
+        pod = str(meta.get("name") or meta.get("generateName") or "")
+        if pod in was.names:
+            return
         node = spec.get("nodeName")
         self.members[key] = Members(
             bound=was.bound + (1 if node else 0),
             pending=was.pending + (0 if node else 1),
             nodes=(*was.nodes, str(node)) if node else was.nodes,
             spec=was.spec if was.spec is not None else spec,
+            names=was.names | {pod},
+        )
+
+    @classmethod
+    def seeded(cls, index: NativeIndex) -> NativeFold:
+        """A fold that starts from ``index`` (what a state already holds)."""
+        return cls(
+            index.served,
+            dict(index.workloads),
+            dict(index.pod_groups),
+            dict(index.jobs),
+            dict(index.members),
         )
 
     def index(self) -> NativeIndex:
         return NativeIndex(self.served, self.workloads, self.pod_groups, self.jobs, self.members)
+
+
+def with_applied(index: NativeIndex, objects: Iterable[Mapping[str, Any]], namespace: str) -> NativeIndex:
+    """``index`` with the native objects of one manifest applied together (``tasgate check -f``):
+    a PodGroup's pods, a Workload's Job may come in the same files. Objects without a namespace
+    take ``namespace``; one that does not parse is left to its own verdict."""
+    fold = NativeFold.seeded(index)
+    for raw in objects:
+        try:
+            meta = metadata(raw)
+            obj = {**raw, "metadata": {**meta, "namespace": namespace}} if not meta.get("namespace") else raw
+            if not fold.add(obj) and obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod":
+                fold.add_pod(obj)
+        except InvalidObject:
+            continue
+    return fold.index()
