@@ -66,7 +66,8 @@ def checkable(state: ClusterState, source: str) -> ClusterState:
             f"{source}: the cluster state has no{usable} nodes, so nothing can be placed; "
             f"give them too (`{NODE_DUMP}`)"
         )
-    if not (state.topologies or state.flavors or state.cluster_queues or state.local_queues):
+    kueue = state.topologies or state.flavors or state.cluster_queues or state.local_queues
+    if not kueue and not state.native.served:  # a native v1.36 cluster needs no Kueue objects
         print(
             f"tasgate: warning: {source}: the cluster state has no Topology, ResourceFlavor, "
             f"ClusterQueue or LocalQueue, so a workload that names a queue is not checked; "
