@@ -34,7 +34,7 @@ import yaml
 
 from e2e.kueue_scenario import BLOCK, RACK
 from e2e.native_scenario import Shape, bound_pod, group_name, hand_written, indexed_job, job_in_group
-from e2e.native_world import NativeWorld, Settled, wait_until
+from e2e.native_world import NativeWorld, Settled, pod_scheduled_condition, wait_until
 from e2e.serving import TASGATE
 
 NAMESPACE = "table"
@@ -220,7 +220,8 @@ class Fate:
     kind: str  # FITS, WAITS or NEVER, as observed
     text: str
     placed: dict[str, int] = field(default_factory=dict)  # bound pods per domain of the key
-    condition: dict[str, Any] | None = None
+    condition: dict[str, Any] | None = None  # the PodGroup's PodGroupScheduled
+    pod_conditions: list[str] = field(default_factory=list)  # distinct PodScheduled=False texts
 
 
 def per_domain(settled: Settled, key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
@@ -262,7 +263,11 @@ def observe(world: NativeWorld, row: Row, group: str) -> Fate:
         )
     cycles = world.cycles(NAMESPACE, group) - before
     reason = (last.condition or {}).get("reason")
-    return Fate(NEVER, f"never ({reason}, {cycles} cycles empty)", {}, last.condition)
+    texts = sorted(
+        {f"{c.get('reason')}: {c.get('message')}" for c in map(pod_scheduled_condition, last.pods) if c}
+    )
+    placed = per_domain(last, row.key, hosts)
+    return Fate(NEVER, f"never ({reason}, {cycles} cycles empty)", placed, last.condition, texts)
 
 
 # --- a row end to end ---------------------------------------------------------------------------
@@ -338,19 +343,20 @@ def placement_agreement(row: Row, said: Verdict, fate: Fate) -> str:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     """One line per row: name, tasgate's verdict, the scheduler's result, placement agreement."""
-    lines = [f"{'workload':<24} {'tasgate':<28} {'scheduler':<38} placement", "-" * 110]
+    lines = [f"{'workload':<24} {'tasgate':<28} {'scheduler':<42} placement", "-" * 114]
     for o in outcomes:
         said = o.verdict.outcome + (f" ({o.verdict.detail})" if o.verdict.outcome not in JUDGED else "")
         where = " ".join(f"{d}:{n}" for d, n in sorted(o.fate.placed.items()))
         column = f"{o.placement} ({where})" if o.placement == "agree" and where else o.placement
-        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:38]:<38} {column}")
+        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:42]:<42} {column}")
+    lines.append("never-fits as the scheduler left them (PodGroupScheduled; the pods' PodScheduled=False):")
+    for o in outcomes:
+        if o.fate.kind == NEVER:
+            c = o.fate.condition or {}
+            lines.append(f"  {o.row.name}: {c.get('status')} {c.get('reason')}: {c.get('message')}")
+            lines.extend(f"    pod {text}" for text in o.fate.pod_conditions)
     bad = [o for o in outcomes if o.problems]
     lines.append(f"{len(outcomes)} workloads, {len(outcomes) - len(bad)} agree, {len(bad)} disagree")
     for o in bad:
         lines.extend(f"  {o.row.name}: {p}" for p in o.problems)
     return "\n".join(lines)
-
-
-def never_conditions(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any] | None]:
-    """Row name -> the PodGroupScheduled condition of each never-fit group, as the scheduler left it."""
-    return {o.row.name: o.fate.condition for o in outcomes if o.fate.kind == NEVER}
