@@ -14,6 +14,8 @@ def serve_argv(kubeconfig: Path, port: int, metrics_port: int, cert_dir: Path, s
 
     Leader election is on, as in production; its Lease goes to ``default`` (the control plane has
     no tasgate-system namespace): until it holds the Lease, a replica writes no PodGroup or Event.
+    ``tasgate_pod_info`` is on (``--pod-info-metrics``), as a cluster with GPU rules has it, so
+    the real Prometheus of the suites joins it (tests/e2e/test_gpu_signals.py).
     """
     return [
         str(TASGATE),
@@ -30,4 +32,5 @@ def serve_argv(kubeconfig: Path, port: int, metrics_port: int, cert_dir: Path, s
         stale_after,
         "--lease-namespace",
         LEASE_NAMESPACE,
+        "--pod-info-metrics",
     ]

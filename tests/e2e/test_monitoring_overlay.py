@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e import dcgm_fake
 from e2e.binaries import TOOLS_DIR, required_version
 from e2e.controlplane import find_binaries
 from e2e.kueue_source import downloaded_module, module_source_dir, pinned_kueue_version
@@ -121,3 +122,19 @@ def test_the_allow_listed_metrics_are_declared_so_in_their_pinned_sources() -> N
         else:
             assert re.search(r"Subsystem:\s*subsystem,", block), f"{metric.name}: not apiserver_admission_"
             assert metric.name == f"apiserver_admission_{metric.short}"
+
+
+def test_the_allow_listed_dcgm_series_are_dcgm_exporters_default_counters() -> None:
+    """dcgm-exporter is no Go module the e2e build pins (the module proxy does not serve it): its
+    entries are checked against e2e/dcgm/default-counters.csv, the file at the pinned tag by git
+    blob id, and the labels e2e/dcgm_fake.py renders as that tag's render_metrics.go does."""
+    assert dcgm_fake.blob_id(dcgm_fake.CSV.read_bytes()) == dcgm_fake.CSV_BLOB
+    assert f"NVIDIA/dcgm-exporter@{dcgm_fake.DCGM_TAG} etc/default-counters.csv" == ext.DCGM_SOURCE
+    counters = dcgm_fake.default_counters()
+    label_fields = tuple(sorted(name for name, (kind, _) in counters.items() if kind == "label"))
+    assert label_fields == ("DCGM_FI_DRIVER_VERSION",)
+    labels = (*dcgm_fake.GPU_LABELS, *label_fields, *dcgm_fake.POD_ATTRIBUTES)
+    for metric in ext.DCGM:
+        assert counters[metric.name][0] == metric.type, metric.name
+        assert metric.labels == labels, metric.name
+        assert metric.sample_names() == {metric.name}, "dcgm-exporter adds no _total"
