@@ -188,3 +188,18 @@ def test_policy_never_overwrites_a_written_key_and_preferred_adds_nothing() -> N
         Review(bare, bare["metadata"]["namespace"]), state, _native_policy("tightest", "preferred")
     )
     assert preferred.patch == () and any("only a required topology" in w for w in preferred.warnings)
+
+
+def test_a_job_is_judged_with_the_key_its_pod_group_will_get() -> None:
+    """7 pods of 4 GPUs fit the cluster (no key) but no rack: with the policy's rack, denied."""
+    gang, _, _ = _submitted("job-gang.yaml")
+    (job,) = [d for d in gang if d["kind"] == "Job"]
+    job = copy.deepcopy(job)
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 7
+    state = build_state(BASE)
+    plain = decide(Review(job, job["metadata"]["namespace"]), state, Policy("test"))
+    ruled = decide(
+        Review(job, job["metadata"]["namespace"]), state, _native_policy("topology.example.com/rack")
+    )
+    assert plain.reason is Reason.FITS and plain.patch == ()
+    assert ruled.reason is Reason.NEVER_FITS and ruled.patch == ()

@@ -8,7 +8,8 @@ constraint is added on each one's CREATE: on the PodGroup it takes effect, on th
 keeps the two saying the same. A key the user wrote is never overwritten. ``level: tightest``
 is the deepest level of the policy's ``defaultTopology`` whose largest domain holds the group
 on the empty cluster (bounded by ``loosestLevel``); the native API has no preferred topology,
-so a ``preferred`` rule adds nothing and says so.
+so a ``preferred`` rule adds nothing and says so. A Job the Job controller will make a gang of
+is judged with the key its PodGroup will get (nothing is patched on the Job itself).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from webhook.model.podrequests import pod_requests
 from webhook.state.cluster import ClusterState
 
 BACKEND = "native"
+JOB_GANG = "spec.parallelism"  # the group a Job controller will make (`native_subject._job`)
 
 
 @dataclass(frozen=True)
@@ -39,14 +41,18 @@ def inject_native(
 ) -> Injected:
     """The subject with the policy's topology key on each group that has none, and the patch."""
     rule = _rule(namespace, subject, policy, state)
-    if rule is None or subject.kind not in ("Workload", "PodGroup") or subject.missing:
+    if rule is None or subject.kind == "Pod" or subject.missing:
         return Injected(subject)
     if rule.inject.mode != "required":
         note = "no topology added: the native API has only a required topology (policy mode preferred)"
         return Injected(subject, (), (note,) if rule.inject.mode == "preferred" else ())
     groups, patch, warnings = [], [], []
     for i, g in enumerate(subject.groups):
-        if g.spec.key is not None or g.pod_spec is None:
+        if (
+            g.spec.key is not None
+            or g.pod_spec is None
+            or (subject.kind == "Job" and g.spec.path != JOB_GANG)
+        ):
             groups.append(g)
             continue
         key, problem = _level(g, rule, policy, state)
@@ -55,7 +61,8 @@ def inject_native(
             groups.append(g)
             continue
         groups.append(replace(g, spec=replace(g.spec, key=key)))
-        patch.append(_op(obj, i if subject.kind == "Workload" else None, key))
+        if subject.kind != "Job":  # a Job is judged with the key its PodGroup will be given
+            patch.append(_op(obj, i if subject.kind == "Workload" else None, key))
     return Injected(replace(subject, groups=tuple(groups)), tuple(patch), tuple(warnings))
 
 
