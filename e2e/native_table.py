@@ -13,7 +13,8 @@ group is observed, never assumed:
   ``whenEmpty`` placement must have the same shape (pods per domain; which of several empty,
   equal domains the scheduler takes is its random tie-break);
 - **never**: the group stays ``Unschedulable`` through ``NEVER_CYCLES`` more PodGroup cycles on the
-  empty cluster (the scheduler's own count, its ``--v=2`` log): tasgate must say ``denied``.
+  empty cluster (the scheduler's own count, its ``--v=2`` log, from the moment a sentinel pod shows
+  its cache has seen the deletions): tasgate must say ``denied``.
 
 A row whose scheduler fate is not the one it was written for fails too (it would not test what
 its name says), and so does a denial of a group the scheduler places (a false denial).
@@ -246,8 +247,9 @@ def observe(world: NativeWorld, row: Row, group: str) -> Fate:
     now = world.settle(NAMESPACE, group, row.pods)
     if started(now, row):
         return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
-    before = world.cycles(NAMESPACE, group)
     world.free_blockers()
+    world.sync_scheduler(NAMESPACE)  # cycles from here on see the freed cluster
+    before = world.cycles(NAMESPACE, group)
     later: list[Settled] = []
 
     def decided() -> bool:

@@ -122,6 +122,30 @@ class NativeWorld:
         )
         wait_until("the blocker pods gone", lambda: not self.pods(BLOCKER_NAMESPACE))
 
+    def sync_scheduler(self, namespace: str) -> None:
+        """Return once the scheduler's cache holds every pod event so far.
+
+        A sentinel pod (no requests, no group) is created and waited for until bound: the
+        scheduler's pod informer delivers events in order, so once it has bound the sentinel it has
+        seen every earlier pod deletion too. The sentinel is then deleted. Without this a group in
+        the scheduler's retry loop could run cycles on a snapshot that still holds deleted pods.
+        """
+        sentinel = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "sentinel", "namespace": namespace},
+            "spec": {"terminationGracePeriodSeconds": 0, "containers": [{"name": "s", "image": "pause"}]},
+        }
+        self.create([sentinel])
+
+        def bound_sentinel() -> bool:
+            return bool(
+                self.cp.kubectl_json("get", "pod", "sentinel", "-n", namespace)["spec"].get("nodeName")
+            )
+
+        wait_until("the scheduler binding the sentinel pod", bound_sentinel)
+        self.cp.kubectl("delete", "pod", "sentinel", "-n", namespace, "--grace-period=0", "--wait=false")
+
     def create(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self.cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(list(objects), sort_keys=False))
 
@@ -176,6 +200,7 @@ class NativeWorld:
         return found[0]
 
     def group_pods(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """The pods naming PodGroup ``group`` (the sentinel and blockers name none)."""
         return [
             p
             for p in self.pods(namespace)
