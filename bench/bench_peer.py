@@ -90,6 +90,12 @@ def run_size(n: int, budget: Budget, results: list[dict[str, Any]]) -> None:
     started = time.perf_counter()
     peer = kueue_side(n, kueue_peer.cluster_document(LEVELS, nodes), budget)
     print(f"  {n:>6} nodes: Kueue peer runs took {time.perf_counter() - started:.1f} s", flush=True)
+    if peer["leaves"] != cluster.now.tree.n_leaves:
+        print(
+            f"  DISAGREE at {n} nodes: Kueue's snapshot has {peer['leaves']} leaves, tasgate's now view"
+            f" {cluster.now.tree.n_leaves}",
+            flush=True,
+        )
     snap_us, fill_us = peer["snapshot"]["medianNs"] / 1000, peer["cacheFill"]["medianNs"] / 1000
     results.append(
         {

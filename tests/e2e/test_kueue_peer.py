@@ -19,12 +19,23 @@ nodes. What the generators leave out, and why:
   webhook rejects both before any placement (the strategies never draw them);
 - a node affinity ``Exists`` / ``DoesNotExist`` requirement with values: the API server rejects
   such a pod template, so no Job carries one (Kueue would fail it with "invalid affinity node
-  selectors", tasgate ignores the values); `api_valid` empties those values.
+  selectors", tasgate ignores the values); `admissible` empties those values;
+- slice annotations on a PodSet of a podset group: Kueue v0.19.2's job webhook refuses them
+  ("may not be set when 'kueue.x-k8s.io/podset-slice-size' is specified", TASGroupedPodSetSlicing
+  is not in this release) and so does tasgate's port of it (webhook/rules/kueue.py), so the
+  scorer never places one; `admissible` drops them. (Kept in, they only showed the leader bug
+  below: below the slice level Kueue orders hosts by pod count ascending, so the first
+  leader-capable host is often one with no room for workers.)
+
+One disagreement is known and kept in view, not hidden: where the leader of a podset group goes
+when placing it costs a host workers (`LEADER_BUG`, strict xfail on an exhaustive grid of small
+racks: it fails the day the scorer is fixed, and the mark must go).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -125,8 +136,13 @@ def reproducer(case: Case) -> str:
     )
 
 
-def api_valid(p: PodSetRequest) -> PodSetRequest:
-    """The PodSet as the API server would have let it through (see the module docstring)."""
+def admissible(p: PodSetRequest) -> PodSetRequest:
+    """The PodSet as the API server and Kueue's webhook would have let it through (see the
+    module docstring): no values on Exists/DoesNotExist, no slices in a podset group."""
+    if p.topology.group is not None:
+        p = dataclasses.replace(
+            p, topology=dataclasses.replace(p.topology, slice_level=None, slice_size=None, slice_layers=())
+        )
     if p.affinity is None:
         return p
     terms = tuple(
@@ -145,7 +161,7 @@ def api_valid(p: PodSetRequest) -> PodSetRequest:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=unique_host_scenarios(), flavor=FLAVORS)
 def test_placement_equals_kueue_on_random_clusters(peer: Any, case: Scenario, flavor: Flavor) -> None:
-    one = Case(case.levels, case.nodes, {"w": tuple(api_valid(p) for p in case.pod_sets)}, flavor)
+    one = Case(case.levels, case.nodes, {"w": tuple(admissible(p) for p in case.pod_sets)}, flavor)
     diffs = check([one], peer)
     assert not diffs, "\n".join([*diffs, reproducer(one)])
 
@@ -183,7 +199,8 @@ def gpu_cluster(rng: random.Random) -> list[Node]:
 
 
 def gang(rng: random.Random) -> tuple[PodSetRequest, ...]:
-    """One workload: a required/preferred/unconstrained gang, maybe sliced, maybe with a leader."""
+    """One workload: a required/preferred/unconstrained gang, maybe sliced, maybe with a leader,
+    now and then asking for a resource no node has."""
     mode = rng.choice([Mode.REQUIRED, Mode.REQUIRED, Mode.PREFERRED, Mode.UNCONSTRAINED, Mode.IMPLIED])
     level = rng.choice(["block", "rack", HOSTNAME_LABEL]) if mode in (Mode.REQUIRED, Mode.PREFERRED) else None
     size = rng.choice([1, 1, 2, 4, 8])
@@ -192,10 +209,16 @@ def gang(rng: random.Random) -> tuple[PodSetRequest, ...]:
         slice_level = level
     leader = rng.random() < 0.3 and mode in (Mode.REQUIRED, Mode.PREFERRED)
     group = "g" if leader else None
+    if leader:  # Kueue's webhook refuses slices in a podset group (module docstring)
+        size, slice_level = 1, None
     workers = PodSetRequest(
         "workers",
         size * rng.randint(1, 24),
-        {GPU: rng.choice([1, 2, 4, 8]), "cpu": 4000},
+        {
+            GPU: rng.choice([1, 2, 4, 8]),
+            "cpu": 4000,
+            **({"example.com/fpga": 1} if rng.random() < 0.05 else {}),
+        },
         TopologyRequest(mode, level, slice_level, size if slice_level else None, group=group),
         tolerations=(Toleration("maintenance", "Exists"),) if rng.random() < 0.2 else (),
     )
@@ -219,3 +242,52 @@ def test_placement_equals_kueue_on_seeded_gpu_clusters(peer: Any) -> None:
     assert not found, "\n".join(found[:20])
     # Not vacuous: both placements and Kueue's failure messages were compared, many times.
     assert seen["fit"] >= 300 and seen["no-fit"] >= 300, seen
+
+
+# ---- every small leader + workers rack: where a leader costs workers -------------------------
+
+LEADER_BUG = (
+    "scorer bug found by this test (2026-12-02): with a podset group, Kueue v0.19.2 puts the leader"
+    " on the first domain prioritizeLeaderDomain keeps and best-fits only when that domain alone"
+    " completes the group (consumeWithLeadersGeneric); tasgate's leader_domain best-fits among every"
+    " eligible domain. Smallest case: one rack, hosts a (2 GPUs, cpu 16) and b (2 GPUs, cpu 32),"
+    " leader cpu 8 + 2 workers x (1 GPU, cpu 8), required rack: Kueue leader a, workers a=1 b=1;"
+    " tasgate leader b, workers b=2"
+)
+
+
+def leader_grid() -> list[Case]:
+    """Two hosts in one rack, GPUs and cpu from small sets, a leader whose cpu may cost the
+    host workers: 1,215 groups, exhaustively (the random strategies' leaders are too small to
+    cost a worker, so they seldom reach this)."""
+    out = []
+    grid = itertools.product(
+        [2, 4, 8],
+        [16000, 32000, 64000],
+        [2, 4, 8],
+        [16000, 32000, 64000],
+        [8000, 16000, 32000],
+        [1, 2, 3, 4, 6],
+    )
+    for gpu_a, cpu_a, gpu_b, cpu_b, leader_cpu, workers in grid:
+        nodes = tuple(
+            Node(name, {"rack": "r0", HOSTNAME_LABEL: name}, {"cpu": cpu, GPU: gpus, "pods": 110})
+            for name, gpus, cpu in (("a", gpu_a, cpu_a), ("b", gpu_b, cpu_b))
+        )
+        group = (
+            PodSetRequest(
+                "leader", 1, {"cpu": leader_cpu}, TopologyRequest(Mode.REQUIRED, "rack", group="g")
+            ),
+            PodSetRequest(
+                "workers", workers, {GPU: 1, "cpu": 8000}, TopologyRequest(Mode.REQUIRED, "rack", group="g")
+            ),
+        )
+        out.append(Case(("rack", HOSTNAME_LABEL), nodes, {"w": group}, Flavor({}, ())))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason=LEADER_BUG)
+def test_leader_placement_equals_kueue_on_every_small_rack(peer: Any) -> None:
+    """Strict: the day the scorer follows Kueue here this passes, xfail fails, the mark goes."""
+    found = check(leader_grid(), peer)
+    assert not found, f"{len(found)} disagreements, e.g.\n" + "\n".join(found[:4])
