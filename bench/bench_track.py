@@ -5,7 +5,9 @@ objects) into G running gangs of 8 pods each plus Q queued ones, feeds them to t
 ``Ledger`` as a list would, then measures what the tracker does: one pod watch event
 (``put_pod``), one classification round over every gang (``tracked``, what runs every second),
 and the assessment of every queued Workload on a 2-block cluster (``assess_queued``, what runs
-when the cluster state changes). Prints the figures and writes ``bench/track.json``.
+when the cluster state changes). Then, at cluster scale, the state a prediction for a just-admitted
+Workload is made on (``ClusterState.without_workload`` and its snapshots). Prints the figures and
+writes ``bench/track.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.webhook.conftest import HOST, kueue_objects, node
 from webhook.files.policy import load_policy
 from webhook.state.cluster import build_state
+from webhook.state.workloads import AssignedUse
 from webhook.track.ledger import Ledger
 
 CAPTURE = Path(__file__).resolve().parents[1] / "tests" / "webhook" / "manifests" / "lifecycle"
@@ -104,10 +107,31 @@ def run(gangs: int, queued: int) -> dict[str, Any]:
     }
 
 
+def without_figure(nodes: int, admitted: int = 500, repeat: int = 5) -> dict[str, Any]:
+    """``without_workload`` of one of ``admitted`` 8-pod gangs on ``nodes`` hosts, then every
+    snapshot of the result built (what the tracker's prediction reads), median of ``repeat``."""
+    hosts = [
+        node(f"h{i}", {"pool": "gpu", BLOCK: f"b{i // 1000}", RACK: f"r{i // 50}"}) for i in range(nodes)
+    ]
+    queues = kueue_objects(
+        (BLOCK, RACK, HOST), {"gpu-flavor": {"pool": "gpu"}}, "gpu-topology", "gpu-queue", "gangs", "gpu-cq"
+    )
+    each = (("nvidia.com/gpu", 1), ("pods", 1))
+    assigned = tuple(
+        AssignedUse("gpu-flavor", (HOST,), (f"h{(w * 8 + j) % nodes}",), each, ("gangs", f"wl-{w}"))
+        for w in range(admitted)
+        for j in range(8)
+    )
+    state = build_state([*hosts, *queues], generation=1, assigned=assigned).prepare()
+    times = _timed(lambda: state.without_workload(("gangs", "wl-1")).prepare(), repeat)
+    return {"nodes": nodes, "without_workload_ms_median": round(statistics.median(times) * 1e3, 2)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gangs", type=int, nargs="+", default=[100, 1000, 5000])
     parser.add_argument("--queued", type=int, default=200)
+    parser.add_argument("--without-nodes", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     results = []
@@ -119,6 +143,14 @@ def main() -> None:
             f"pod event {found['pod_event_us_median']} µs, "
             f"classification round {found['round_ms_median']} ms, "
             f"assessing a queued gang {found['assess_queued_ms_per_gang']} ms",
+            flush=True,
+        )
+    for nodes in args.without_nodes:
+        found = without_figure(nodes)
+        results.append(found)
+        print(
+            f"{nodes:>6} nodes: the state without a just-admitted gang, snapshots ready, "
+            f"{found['without_workload_ms_median']} ms",
             flush=True,
         )
     if args.out:

@@ -7,6 +7,7 @@ fixed-width integers. The algorithm mirrors `scorer._reference` line for line; t
 differential tests hold the two to the same answers.
 """
 
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libc.stdlib cimport calloc, free as cfree, malloc
 
@@ -229,3 +230,19 @@ cdef object _result(const Tree* t, const Request* r, const State* s, const Outco
                 res.worker_leaves.append(d - leaf0)
                 res.worker_counts.append(s.st[d])
     return res
+
+
+# ---------------------------------------------------------------- tree edits
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def shift_from(int32_t[::1] values, Py_ssize_t lo, Py_ssize_t hi, int32_t at, int32_t delta):
+    """Add ``delta`` to each of ``values[lo:hi]`` that is at least ``at``: the indexes after a
+    domain inserted (+1) or removed (-1) there (`scorer.tree_edit`; its pure loop is the twin)."""
+    if lo < 0 or hi > values.shape[0] or lo > hi:
+        raise ValueError(f"shift_from: [{lo}, {hi}) is not within {values.shape[0]} values")
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(lo, hi):
+            if values[i] >= at:
+                values[i] += delta

@@ -21,6 +21,7 @@ class Cluster:
     """One TAS flavor's nodes at one cluster-state generation, with its two views."""
 
     __slots__ = (
+        "_away",
         "_largest",
         "_never",
         "flavor_tolerations",
@@ -49,16 +50,17 @@ class Cluster:
         self._largest: Mapping[str, int] | None = None
         eng = engine or default_engine()
         schedulable = [n for n in self.nodes if n.schedulable_now]
+        conditioned = sum(1 for n in self.nodes if n.taints and any(t.is_condition for t in n.taints))
+        self._away = (len(self.nodes) - len(schedulable), conditioned)
         tree, free = build_tree(
             self.levels, schedulable, drop_condition_taints=False, with_usage=True, usage=usage
         )
         self.now = View(topology_name, tree, free, self.flavor_tolerations, eng)
-        self._never = self._derive_never(tree, len(schedulable), eng)
+        self._never = self._derive_never(tree, eng)
 
-    def _derive_never(self, now_tree: Tree, n_schedulable: int, engine: Engine) -> View:
+    def _derive_never(self, now_tree: Tree, engine: Engine) -> View:
         """Reuse the structure when no node is away and no condition taint is set: usually."""
-        same_nodes = n_schedulable == len(self.nodes)
-        if same_nodes and not any(t.is_condition for n in self.nodes for t in n.taints):
+        if self._away == (0, 0):
             return View(
                 self.topology_name,
                 now_tree,
@@ -89,6 +91,23 @@ class Cluster:
                         largest[resource] = amount
             found = self._largest = largest
         return found
+
+    def away_counts(self) -> tuple[int, int]:
+        """(nodes away from ``now``, nodes with a condition taint): while both are 0 the two
+        views share one tree. Counted by the build, then kept by edits."""
+        return self._away
+
+    def edited(
+        self, nodes: tuple[Node, ...], now: View, never: View, generation: int, away: tuple[int, int]
+    ) -> Cluster:
+        """This cluster's flavor over another node set, with views already made for it
+        (`scorer.cluster_edit`)."""
+        other = Cluster.__new__(Cluster)
+        for slot in Cluster.__slots__:
+            setattr(other, slot, getattr(self, slot))
+        other.nodes, other.now, other._never, other.generation = nodes, now, never, generation
+        other._largest, other._away = None, away
+        return other
 
     def with_free(self, free: array[int], generation: int) -> Cluster:
         """The same nodes and trees with other free capacity in the ``now`` view: what a new

@@ -14,12 +14,13 @@ from array import array
 from collections.abc import Iterable
 
 from scorer.cluster import Cluster
+from scorer.tree import Tree
 
 
 class FreeLedger:
     """The ``now`` free capacity of one `Cluster`, updated in place by the writer only."""
 
-    __slots__ = ("_column", "_leaf_of", "_leaf_of_domain", "_width", "base", "changed", "free")
+    __slots__ = ("_column", "_leaf_of", "_width", "base", "changed", "free")
 
     def __init__(self, base: Cluster) -> None:
         tree = base.now.tree
@@ -29,7 +30,6 @@ class FreeLedger:
         self._width = len(tree.resources)
         self._leaf_of = tree.leaf_of_node
         self._column = {name: col for col, name in enumerate(tree.resources)}
-        self._leaf_of_domain: dict[object, int] | None = None  # built on the first `add_domain`
 
     def add(self, node: str, requests: Iterable[tuple[str, int]], sign: int) -> None:
         """``sign`` +1: a pod with ``requests`` (resource, amount pairs) now uses ``node``; -1:
@@ -50,12 +50,8 @@ class FreeLedger:
         Kueue skips it.
         """
         tree = self.base.now.tree
-        if self._leaf_of_domain is None:
-            paths = (tree.leaf_path(leaf) for leaf in range(tree.n_leaves))
-            keyed = (p[-1] for p in paths) if tree.hostname_leaves else paths
-            self._leaf_of_domain = {key: leaf for leaf, key in enumerate(keyed)}
         key: object = values[-1] if tree.hostname_leaves else tuple(values)
-        leaf = self._leaf_of_domain.get(key)
+        leaf = leaf_of_domain(tree).get(key)
         if leaf is not None:
             self._move(leaf, requests, sign)
 
@@ -75,3 +71,16 @@ class FreeLedger:
             self.base = self.base.with_free(array("q", self.free), generation)
             self.changed = False
         return self.base
+
+
+def leaf_of_domain(tree: Tree) -> dict[object, int]:
+    """Leaf index by Kueue's leaf key (hostname, or every level's value): built once per tree
+    (on its first Workload event), shared by every ledger and generation of it."""
+    found = tree.memo.get("domains")
+    if isinstance(found, dict):
+        return found
+    paths = (tree.leaf_path(leaf) for leaf in range(tree.n_leaves))
+    keyed = (p[-1] for p in paths) if tree.hostname_leaves else paths
+    index: dict[object, int] = {key: leaf for leaf, key in enumerate(keyed)}
+    tree.memo["domains"] = index
+    return index

@@ -10,9 +10,10 @@ from __future__ import annotations
 import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from scorer.leaf_index import LeafIndex
 from scorer.model import HOSTNAME_LABEL, SCHEDULING_EFFECTS, Node, Taint
 
 
@@ -34,6 +35,8 @@ class Tree:
     taint_classes: tuple[tuple[Taint, ...], ...]
     leaf_nodes: tuple[Node, ...]  # the node of each leaf when leaves are hosts, else ()
     leaf_of_node: Mapping[str, int]  # every node's leaf: where its pods' usage is counted
+    # What edits and ledgers derive from the tree once (`scorer.tree_edit`); never compared.
+    memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_leaves(self) -> int:
@@ -113,8 +116,13 @@ def build_tree(
         taint_class=taint_class,
         taint_classes=classes,
         leaf_nodes=leaf_nodes,
-        leaf_of_node={n.name: leaf for leaf, k in enumerate(keys) for n in leaves[k][1]},
+        leaf_of_node=LeafIndex(
+            {n.name: leaves[k][0] for k in keys for n in leaves[k][1]},
+            structure.paths,
+            structure.level_offsets[-2],
+        ),
     )
+    tree.memo["ids"] = structure.ids
     return tree, free
 
 
@@ -143,6 +151,7 @@ class _Structure(NamedTuple):
     child_end: array[int]
     id_rank: array[int]
     paths: tuple[tuple[str, ...], ...]
+    ids: list[list[str]]  # each level's DomainIDs in rank order
 
 
 def _structure(
@@ -175,14 +184,16 @@ def _structure(
                 child_start[p] = d
             child_end[p] = d + 1
     paths = tuple(path for domains in per_level for path in domains)
-    return _Structure(
-        array("i", offsets), parent, child_start, child_end, _id_ranks(per_level, hostname_leaves), paths
-    )
+    ranks, ids = _id_ranks(per_level, hostname_leaves)
+    return _Structure(array("i", offsets), parent, child_start, child_end, ranks, paths, ids)
 
 
-def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> array[int]:
-    """Kueue's DomainID is the comma-joined path (only the hostname for host leaves)."""
-    ranks = array("i")
+def _id_ranks(
+    per_level: list[list[tuple[str, ...]]], hostname_leaves: bool
+) -> tuple[array[int], list[list[str]]]:
+    """Kueue's DomainID is the comma-joined path (only the hostname for host leaves): each
+    domain's rank among its level's IDs, and each level's IDs in rank order (for edits)."""
+    ranks, in_order = array("i"), []
     last = len(per_level) - 1
     for lvl, domains in enumerate(per_level):
         ids = [p[-1] if (hostname_leaves and lvl == last) else ",".join(p) for p in domains]
@@ -191,10 +202,21 @@ def _id_ranks(per_level: list[list[tuple[str, ...]]], hostname_leaves: bool) -> 
         for r, i in enumerate(order):
             rank[i] = r
         ranks.extend(rank)
-    return ranks
+        in_order.append([ids[i] for i in order])
+    return ranks, in_order
 
 
 INT64_MAX = 2**63 - 1
+
+
+def leaf_row(
+    nodes: list[Node],
+    resources: tuple[str, ...],
+    with_usage: bool,
+    usage: Mapping[str, Mapping[str, int]] | None,
+) -> tuple[array[int], array[int]]:
+    """Capacity and free capacity of one leaf of ``nodes``, exactly as a build computes them."""
+    return _capacities([nodes], resources, with_usage, usage)
 
 
 def _capacities(
@@ -235,10 +257,14 @@ def _taint_classes(
     classes: dict[tuple[Taint, ...], int] = {}
     ids = array("i")
     for node in leaf_nodes:
-        taints = tuple(
-            t
-            for t in node.taints
-            if t.effect in SCHEDULING_EFFECTS and not (drop_condition_taints and t.is_condition)
-        )
-        ids.append(classes.setdefault(taints, len(classes)))
+        ids.append(classes.setdefault(scheduling_taints(node, drop_condition_taints), len(classes)))
     return ids, tuple(classes)
+
+
+def scheduling_taints(node: Node, drop_condition_taints: bool) -> tuple[Taint, ...]:
+    """The taints of a host leaf that can keep a pod off it (its taint class)."""
+    return tuple(
+        t
+        for t in node.taints
+        if t.effect in SCHEDULING_EFFECTS and not (drop_condition_taints and t.is_condition)
+    )

@@ -177,7 +177,8 @@ async def test_a_rebuild_that_fails_keeps_the_last_state_and_usage_publishing(
     def broken(*args: Any, **kwargs: Any) -> ClusterState:
         raise RuntimeError("the build failed")
 
-    monkeypatch.setattr("webhook.live.mirror.build_state", broken)
+    monkeypatch.setattr("webhook.live.assemble.build_state", broken)
+    monkeypatch.setattr("webhook.live.assemble.with_node_changes", broken)  # a node edit fails too
     mirror.apply("nodes", "ADDED", node("h1", {"block": "nb", "rack": "nr9", "pool": "gpu"}))
     with caplog.at_level(logging.ERROR, LOG):
         assert await published(mirror) is first, "the last state stays published"

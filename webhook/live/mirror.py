@@ -3,8 +3,9 @@
 Watch events land here (`commit` of a paged list, `apply` per event); when something changed,
 `publish_forever` swaps a new `ClusterState` into the `StateHolder`, so admission requests
 never wait. A pod event costs its node's usage and leaf, a Workload's admission or finish its
-assigned leaves (`live.usage`), published as a new generation sharing the trees; a node or
-Kueue object change rebuilds the state and every snapshot on a worker thread. Node parses are
+assigned leaves (`live.usage`), published as a new generation sharing the trees; node events
+edit the kept snapshots in place (`state.node_events`) and a Kueue object change or a relist
+rebuilds the state and every snapshot, both on a worker thread. Node parses are
 cached by resourceVersion. An object that does not parse is left out alone, never the state:
 it is recorded on the states published (`ClusterState.rejected`) and logged once
 (`live.rejections`), and every other change keeps being published.
@@ -18,73 +19,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scorer import Engine
 from scorer.model import Node
 from webhook.live import heap
+from webhook.live.assemble import DefaultLevels, Inputs, NodeEdit
+from webhook.live.assemble import assemble as _assemble
 from webhook.live.freshness import Freshness
 from webhook.live.holder import StateHolder
 from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, UsageBook
-from webhook.state.cluster import ClusterState, build_state
+from webhook.state.cluster import ClusterState
 from webhook.state.fields import metadata
-from webhook.state.quota_usage import QuotaCharge
 from webhook.state.rejected import Rejected
 
 log = logging.getLogger("tasgate.live")
 
 
 REBUILD_RETRY_SECONDS = 10.0  # a failed rebuild is tried again this long after, changes or not
-DefaultLevels = Callable[[ClusterState], Iterable[tuple[str, tuple[str, ...]]]]
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    nodes: list[Node]
-    usage: Mapping[str, Mapping[str, int]]
-    assigned: Assigned
-    others: list[Mapping[str, Any]]
-    generation: int
-    engine: Engine | None
-    unserved: frozenset[str]
-    rejected: tuple[Rejected, ...]  # nodes, pods and Workloads left out as their events came
-    rejections: int  # the `Rejections.version` of ``rejected``
-    charges: tuple[QuotaCharge, ...] = ()  # admitted Workloads' quota usage
-
-
-def _assemble(inputs: _Inputs, defaults: DefaultLevels | None = None) -> ClusterState:
-    """Fold the objects into a state; with ``defaults``, build its snapshots (and theirs) too."""
-    with heap.quiet():
-        return _fold(inputs, defaults)
-
-
-def _fold(inputs: _Inputs, defaults: DefaultLevels | None) -> ClusterState:
-    nodes = sorted(inputs.nodes, key=lambda node: node.name)
-    state = build_state(
-        inputs.others,
-        inputs.generation,
-        inputs.engine,
-        nodes,
-        inputs.unserved,
-        inputs.usage,
-        inputs.assigned,
-        inputs.rejected,
-        inputs.charges,
-    )
-    return state if defaults is None else state.prepare(defaults(state))
+# Node events edit the kept snapshots one node at a time (a few milliseconds each at 50,000
+# nodes); past this many changed nodes in one publish a rebuild is cheaper.
+NODE_EDIT_LIMIT = 64
 
 
 class Mirror(Freshness):
     """Parsed objects per kind; the single writer of the published state.
 
-    Two kinds of change: *structure* (nodes, Kueue objects, namespaces, ...) rebuilds the state
-    and its snapshots on a worker thread; *usage* (pods, Workloads) is applied to the `UsageBook` as it
-    arrives and published as a new generation sharing the trees, on the loop, in well under a
-    millisecond.
+    Three kinds of change: *structure* (Kueue objects, namespaces, ..., any relist) rebuilds the
+    state and its snapshots on a worker thread; *nodes* edit the last state's snapshots there
+    instead; *usage* (pods, Workloads) is applied to the `UsageBook` as it arrives and published
+    as a new generation sharing the trees, on the loop, in well under a millisecond.
     """
 
     def __init__(
@@ -112,6 +80,7 @@ class Mirror(Freshness):
         self.changed_while_publishing: float | None = None
         holder.confirmed = self.confirmed_at
         self.structure_changed = True
+        self.node_changes: set[str] = set()  # nodes changed since the last state was made
         self.generation = 0
         self.state: ClusterState | None = None  # the last one published
 
@@ -162,9 +131,10 @@ class Mirror(Freshness):
             if self._rejected(kind, key, taken) or changed:
                 self._changed()
             return
+        name = str(metadata(obj).get("name"))
         if event == "DELETED":
             self.raw[kind].pop(key, None)
-            changed = kind != "nodes" or self.nodes.pop(str(metadata(obj).get("name")), None) is not None
+            changed = kind != "nodes" or self.nodes.pop(name, None) is not None
             if kind == "nodes" and self._rejected(kind, key, None):
                 self._changed()
         else:
@@ -173,7 +143,10 @@ class Mirror(Freshness):
                 self.raw[kind][key] = kept
             changed = self._node(obj) if kind == "nodes" else True
         if changed:
-            self.structure_changed = True
+            if kind == "nodes":
+                self.node_changes.add(name)  # edited into the snapshots, not rebuilt
+            else:
+                self.structure_changed = True
             self._changed()
 
     def _rejected(self, kind: str, key: str, found: object) -> bool:
@@ -197,13 +170,13 @@ class Mirror(Freshness):
         """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""
         return _assemble(self._inputs((dict(self.usage.totals), self.usage.assigned)))
 
-    def _inputs(self, usage: tuple[Mapping[str, Mapping[str, int]], Assigned]) -> _Inputs:
+    def _inputs(self, usage: tuple[Mapping[str, Mapping[str, int]], Assigned]) -> Inputs:
         """A consistent copy of what a build reads, taken on the event loop (shallow: cheap)."""
         self.generation += 1
         others = [o for objs in self.raw.values() for o in objs.values()]
         nodes = [node for _, node in self.nodes.values()]  # sorted off the loop, in `_assemble`
         left_out = (self.rejections.current(), self.rejections.version)
-        return _Inputs(
+        return Inputs(
             nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out,
             self.usage.charged,
         )  # fmt: skip
@@ -250,15 +223,20 @@ class Mirror(Freshness):
     async def _publish(self) -> bool:
         """Publish what the mirror holds; whether every change before this call is now in it.
 
-        A failed rebuild (not a malformed object: `build_state` leaves those out) keeps the last
+        A failed rebuild or edit (not a malformed object: those are left out) keeps the last
         state published, usage and rejections keep being published on it."""
         state, caught_up = self.state, True
-        if self.structure_changed or state is None or self._defaults_missing(state):
-            self.structure_changed = False
+        rebuild = self.structure_changed or state is None or self._defaults_missing(state)
+        inputs: Inputs | NodeEdit | None = None
+        if rebuild or len(self.node_changes) > NODE_EDIT_LIMIT:
+            self.structure_changed, self.node_changes = False, set()
             inputs = self._inputs(self.usage.begin_rebuild())
+        elif self.node_changes and state is not None:
+            inputs = self._node_edit(state)
+        if inputs is not None:
             try:
-                # Built with every snapshot ready: reviews never wait for a rebuild nor build
-                # a snapshot themselves, and use the previous generation meanwhile.
+                # Made with every snapshot ready: reviews never wait for it nor build a
+                # snapshot themselves, and use the previous generation meanwhile.
                 state = await asyncio.to_thread(_assemble, inputs, self.default_levels)
             except Exception:
                 log.exception("cluster state not rebuilt; the last one stays published")
@@ -270,6 +248,8 @@ class Mirror(Freshness):
             else:
                 self.usage.finish_rebuild(state)
                 self.rejections.published = inputs.rejections
+        if state is None:  # never: no state yet is a rebuild, and a failed one returned above
+            return False
         if self.usage.changed or self.rejections.pending:
             self.generation += 1
             rejected = self.rejections.merged(state.rejected) if self.rejections.pending else None
@@ -283,6 +263,21 @@ class Mirror(Freshness):
             if first and self.settle_heap:
                 heap.settle()
         return caught_up
+
+    def _node_edit(self, state: ClusterState) -> NodeEdit:
+        """What an edit of the last state reads, copied on the loop: the changed nodes, the
+        kept snapshots with their free capacity now, usage (events from now on journaled)."""
+        names, self.node_changes = self.node_changes, set()
+        changed = {name: found[1] if (found := self.nodes.get(name)) else None for name in names}
+        ledgers = self.usage.ledgers
+        usage, assigned = self.usage.begin_rebuild()
+        self.generation += 1
+        return NodeEdit(
+            state, changed, {key: ledger.base for key, ledger in ledgers.items()},
+            {key: array("q", ledger.free) for key, ledger in ledgers.items()}, usage, assigned,
+            self.usage.charged, self.rejections.merged(state.rejected), self.rejections.version,
+            self.generation,
+        )  # fmt: skip
 
     def _defaults_missing(self, state: ClusterState) -> bool:
         """Whether the policy's default topology (after a reload, say) lacks a kept snapshot."""

@@ -21,8 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from scorer import Cluster, Engine
-from scorer.ledger import FreeLedger
-from scorer.model import HOSTNAME_LABEL, Node, Toleration
+from scorer.model import Node, Toleration
 from webhook.model.podrequests import NO_DEFAULTS, PodDefaults
 from webhook.model.workloads import RuntimeKey
 from webhook.state.defaults import limit_range_defaults
@@ -33,6 +32,7 @@ from webhook.state.priorities import PriorityClasses
 from webhook.state.quota_tree import QuotaTree
 from webhook.state.quota_usage import QuotaCharge, usage_by_queue
 from webhook.state.rejected import EVENT_PARSED_KINDS, Rejected
+from webhook.state.snapshot_usage import moved, snapshot_scope
 from webhook.state.workloads import AssignedUse, Scope
 
 
@@ -69,6 +69,10 @@ class ClusterState:
     native: NativeIndex = field(default_factory=NativeIndex)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # Set by `without_workload`: the state its snapshots are derived from and the usage removed.
+    _origin: tuple[ClusterState, tuple[AssignedUse, ...]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def flavor_snapshot(self, flavor: Flavor, topology: Topology) -> Cluster:
         """The scorer snapshot of one TAS flavor."""
@@ -93,44 +97,33 @@ class ClusterState:
         with self._lock:
             found = self._snapshots.get(key)
             if found is None:
-                found = Cluster.build(
-                    name,
-                    levels,
-                    self.nodes,
-                    node_labels,
-                    tolerations,
-                    self.generation,
-                    self.engine,
-                    self.usage,
-                )
-                found = self._with_assigned(key, found)
-                self._snapshots[key] = found
+                found = self._snapshots[key] = self._made(key, name, levels, node_labels, tolerations)
         return found
+
+    def _made(
+        self,
+        key: tuple[object, ...],
+        name: str,
+        levels: Sequence[str],
+        node_labels: Mapping[str, str],
+        tolerations: Sequence[Toleration],
+    ) -> Cluster:
+        """A snapshot built with the assigned usage its scope sees taken; for a state without a
+        Workload (`without_workload`), its origin's snapshot with that Workload's usage given
+        back: a ledger delta, the same numbers as a fresh build (a test holds it to that)."""
+        if self._origin is not None:
+            origin, removed = self._origin
+            base = origin._snapshot(key, name, levels, node_labels, tolerations)
+            return moved(base, removed, self.scope(key), self.generation, -1)
+        usage, generation = self.usage, self.generation
+        built = Cluster.build(
+            name, levels, self.nodes, node_labels, tolerations, generation, self.engine, usage
+        )
+        return moved(built, self.assigned, self.scope(key), generation, 1) if self.assigned else built
 
     def scope(self, key: tuple[object, ...]) -> Scope:
         """Which assigned usage the snapshot ``key`` (as `snapshots` keys them) sees."""
-        levels_of = {
-            name: topology.levels
-            for name, flavor in self.flavors.items()
-            if (topology := self.topologies.get(flavor.topology_name or "")) is not None and topology.levels
-        }
-        hostname = frozenset(name for name, levels in levels_of.items() if levels[-1] == HOSTNAME_LABEL)
-        kind, name, levels = key[0], key[1], key[2]
-        flavor = str(name) if kind == "flavor" else None
-        return Scope(
-            flavor, tuple(levels) if isinstance(levels, tuple) else (), frozenset(levels_of), hostname
-        )
-
-    def _with_assigned(self, key: tuple[object, ...], cluster: Cluster) -> Cluster:
-        """``cluster`` with the assigned usage its scope sees taken from its free capacity."""
-        if not self.assigned:
-            return cluster
-        scope = self.scope(key)
-        ledger = FreeLedger(cluster)
-        for use in self.assigned:
-            if scope.sees(use):
-                ledger.add_domain(use.values, use.requests, 1)
-        return ledger.publish(self.generation)
+        return snapshot_scope(self.flavors, self.topologies, key)
 
     def prepare(self, default_levels: Iterable[tuple[str, tuple[str, ...]]] = ()) -> ClusterState:
         """Build every TAS flavor's snapshot (and those of ``default_levels``) now, so no
@@ -170,19 +163,24 @@ class ClusterState:
             rejected=self.rejected if rejected is None else rejected,
             _snapshots=dict(snapshots),
             _lock=threading.Lock(),
+            _origin=None,
         )
 
     def without_workload(self, workload: tuple[str, str]) -> ClusterState:
         """This state as it was before ``workload`` (namespace, name) was admitted: what a
-        prediction for its own admission is made on, when the state already counts it. Its
-        snapshots are built afresh (lazily): a once-per-admission cost, never a review's."""
+        prediction for its own admission is made on, when the state already counts it. Each
+        snapshot is this state's with the Workload's usage given back (`_made`, lazily): a
+        ledger delta per snapshot, never a rebuild."""
         kept = tuple(use for use in self.assigned if use.workload != workload)
         charges = tuple(c for c in self.charges if c.workload != workload)
         if len(kept) == len(self.assigned) and len(charges) == len(self.charges):
             return self
-        snapshots = self._snapshots if len(kept) == len(self.assigned) else {}
-        lock = threading.Lock()
-        return replace(self, assigned=kept, charges=charges, _snapshots=dict(snapshots), _lock=lock)
+        removed = tuple(use for use in self.assigned if use.workload == workload)
+        snapshots = {} if removed else dict(self._snapshots)
+        origin = (self, removed) if removed else None
+        return replace(
+            self, assigned=kept, charges=charges, _snapshots=snapshots, _lock=threading.Lock(), _origin=origin
+        )
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What LimitRanges of ``namespace`` and RuntimeClasses fill into its pod specs."""
