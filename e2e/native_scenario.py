@@ -14,7 +14,7 @@ domain, which is also what a GPU-aware prediction computes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ NODE_ALLOCATABLE: Mapping[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "
 BLOCKERS: Mapping[str, int] = {"r0-h0": 8, "r1-h0": 4, "r2-h0": 8, "r2-h1": 4, "r3-h0": 2}
 BLOCKER_NAMESPACE = "blockers"
 CPU_PER_GPU, GIB_PER_GPU = 4, 32
+PRIORITY_CLASSES: Mapping[str, int] = {"first": 1000, "last": -10}  # pods without a class: 0
 
 
 def nodes() -> dict[str, dict[str, str]]:
@@ -47,6 +48,7 @@ class Shape:
     gpus: int
     cpu: int | None = None
     gib: int | None = None
+    priority_class: str | None = None  # one of PRIORITY_CLASSES
 
     def resources(self) -> dict[str, Any]:
         cpu = CPU_PER_GPU * self.gpus if self.cpu is None else self.cpu
@@ -66,7 +68,23 @@ def pod_spec(shape: Shape | int, group: str | None = None) -> dict[str, Any]:
     }
     if group is not None:
         spec["schedulingGroup"] = {"podGroupName": group}
+    if shape.priority_class is not None:
+        spec["priorityClassName"] = shape.priority_class
     return spec
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    """The PriorityClasses pods of a mixed group use: the scheduler tries a group's pods in
+    priority order (then by when each entered its active queue, which is not creation order)."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in PRIORITY_CLASSES.items()
+    ]
 
 
 def bound_pod(name: str, namespace: str, node: str, shape: Shape) -> dict[str, Any]:
@@ -140,21 +158,30 @@ def group_name(workload: str) -> str:
     return f"{workload}-workers"
 
 
-def group_pods(name: str, namespace: str, pods: int, gpus: Shape | int) -> list[dict[str, Any]]:
-    """``pods`` bare Pods in the PodGroup of Workload ``name`` (``spec.schedulingGroup``)."""
+def group_pods(
+    name: str, namespace: str, pods: int, gpus: Shape | int | Sequence[Shape]
+) -> list[dict[str, Any]]:
+    """``pods`` bare Pods in the PodGroup of Workload ``name`` (``spec.schedulingGroup``); a
+    sequence of shapes gives each pod its own, in creation order."""
+    shapes = list(gpus) if isinstance(gpus, Sequence) else [gpus] * pods
     return [
         {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": f"{name}-{i}", "namespace": namespace, "labels": {"group": name}},
-            "spec": pod_spec(gpus, group_name(name)),
+            "spec": pod_spec(shape, group_name(name)),
         }
-        for i in range(pods)
+        for i, shape in enumerate(shapes)
     ]
 
 
 def hand_written(
-    name: str, namespace: str, pods: int, gpus: Shape | int, min_count: int | None, key: str | None
+    name: str,
+    namespace: str,
+    pods: int,
+    gpus: Shape | int | Sequence[Shape],
+    min_count: int | None,
+    key: str | None,
 ) -> list[dict[str, Any]]:
     """Pods, then the Workload and PodGroup they name: a native gang written by hand.
 

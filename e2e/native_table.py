@@ -92,6 +92,12 @@ def cpu_heavy_rack_row() -> Row:
     )
 
 
+def mixed_rack_row(name: str, intent: str, shapes: Sequence[Shape]) -> Row:
+    """A rack gang of pods of different sizes, created in the order given."""
+    pods = len(shapes)
+    return Row(name, intent, lambda ns: hand_written(name, ns, pods, shapes, pods, RACK), pods, pods, RACK)
+
+
 def job_group_row(name: str, intent: str, pods: int, gpus: int, key: str) -> Row:
     return Row(name, intent, lambda ns: job_in_group(name, ns, pods, gpus, pods, key), pods, pods, key)
 
@@ -123,6 +129,12 @@ ROWS: tuple[Row, ...] = (
     group_row("basic-2x4", FITS, 2, 4, None, None),
     job_group_row("job-in-rack-group-3x4", FITS, 3, 4, RACK),
     cpu_heavy_rack_row(),
+    # One 8-GPU pod and three of 4 GPUs (20 GPUs) at rack; the scheduler tries a group's pods in
+    # priority order. Big pod first: r1 holds it (8 on a free host, the 4s on the rest). Big pod
+    # last: each pod goes to the least allocated host of the rack, so the three 4s take three hosts
+    # and no host keeps 8 free, in every rack, even empty: it never fits, though a packing exists.
+    mixed_rack_row("rack-mixed-8-first", FITS, [Shape(8, priority_class="first"), *[Shape(4)] * 3]),
+    mixed_rack_row("rack-mixed-8-last", NEVER, [*[Shape(4)] * 3, Shape(8, priority_class="last")]),
 )
 
 

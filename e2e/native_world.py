@@ -26,7 +26,7 @@ from e2e.native import (
     kinds_for_state,
     scheduled_condition,
 )
-from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes
+from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes, priority_classes
 
 SETTLE_TIMEOUT = 60.0
 
@@ -92,6 +92,7 @@ class NativeWorld:
             self.cluster.add_node(name, NODE_ALLOCATABLE, labels)
         self.cluster.wait_nodes_ready(list(self.node_labels))
         self.cp.kubectl("create", "namespace", BLOCKER_NAMESPACE)
+        self.create(priority_classes())
         self.restore_blockers()
 
     def restore_blockers(self) -> None:
