@@ -5,8 +5,9 @@ the cluster is dumped as docs/cli.md's ``--state`` (plus PodGroups and Workloads
 ``tasgate check -o json`` judges the manifest on that dump. Then the scheduler's own fate of the
 group is observed, never assumed:
 
-- **bound**: the PodGroup is ``PodGroupScheduled=True`` with every pod (or, for a gang whose
-  ``minCount`` is below its count, at least ``minCount``) bound: tasgate must say ``admitted``, and
+- **bound**: within ``NEVER_CYCLES`` PodGroup cycles, the PodGroup is ``PodGroupScheduled=True``
+  with every pod (or, for a gang whose ``minCount`` is below its count, at least ``minCount``)
+  bound: tasgate must say ``admitted``, and
   its ``now`` placement must put the same number of pods in each domain of the topology key;
 - otherwise every blocker pod is deleted (the cluster is empty) and the row watched again:
   **waited, then bound** when the group binds then: tasgate must say ``waits`` and its
@@ -41,7 +42,7 @@ from e2e.serving import TASGATE
 NAMESPACE = "table"
 ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
 NEVER_CYCLES = 3
-FITS, WAITS, NEVER = "fits", "waits", "never"
+FITS, WAITS, NEVER, ERROR = "fits", "waits", "never", "error"
 EXPECTED_OUTCOME = {FITS: "admitted", WAITS: "waits", NEVER: "denied"}
 GROUP_KINDS = ("Job", "Workload", "PodGroup")
 JUDGED = ("admitted", "waits", "denied")
@@ -252,25 +253,32 @@ def describe(settled: Settled, row: Row) -> str:
     return "bound" if n == row.pods else f"started {n}/{row.pods}"
 
 
-def observe(world: NativeWorld, row: Row, group: str) -> Fate:
-    """The scheduler's fate for the row (see the module docstring); leaves the blockers deleted
-    when it had to free the cluster."""
-    hosts = world.node_labels
-    now = world.settle(NAMESPACE, group, row.pods)
-    if started(now, row):
-        return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
-    world.free_blockers()
-    world.sync_scheduler(NAMESPACE)  # cycles from here on see the freed cluster
-    before = world.cycles(NAMESPACE, group)
+def decide(world: NativeWorld, row: Row, group: str, since: int, what: str) -> Settled:
+    """Until the group has started, or the scheduler ran ``NEVER_CYCLES`` more unschedulable
+    cycles on it after its ``since``-th: one failed cycle alone is no verdict (a first cycle can
+    run before every pod of the group is in the scheduler's active queue)."""
     later: list[Settled] = []
 
     def decided() -> bool:
         state = world.settle(NAMESPACE, group, row.pods)
         later[:] = [state]
-        return started(state, row) or world.cycles(NAMESPACE, group) >= before + NEVER_CYCLES
+        return started(state, row) or world.cycles(NAMESPACE, group) >= since + NEVER_CYCLES
 
-    wait_until(f"{group} bound or {NEVER_CYCLES} more cycles on the empty cluster", decided)
-    last = later[0]
+    wait_until(f"{group} started or {NEVER_CYCLES} more cycles {what}", decided)
+    return later[0]
+
+
+def observe(world: NativeWorld, row: Row, group: str) -> Fate:
+    """The scheduler's fate for the row (see the module docstring); leaves the blockers deleted
+    when it had to free the cluster."""
+    hosts = world.node_labels
+    now = decide(world, row, group, 0, "now")
+    if started(now, row):
+        return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
+    world.free_blockers()
+    world.sync_scheduler(NAMESPACE)  # cycles from here on see the freed cluster
+    before = world.cycles(NAMESPACE, group)
+    last = decide(world, row, group, before, "on the empty cluster")
     if started(last, row):
         return Fate(
             WAITS, "waited, then " + describe(last, row), per_domain(last, row.key, hosts), last.condition
@@ -311,6 +319,8 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
         world.create(objects)
         group = world.job_pod_group(NAMESPACE, row.name) if row.job else group_name(row.name)
         fate = observe(world, row, group)
+    except AssertionError as exc:  # a wait that timed out: the row fails, the table goes on
+        fate = Fate(ERROR, f"error: {exc}")
     finally:
         world.clear(NAMESPACE)
         world.restore_blockers()
@@ -321,6 +331,8 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
 def compare(row: Row, said: Verdict, fate: Fate) -> tuple[str, list[str]]:
     """The placement column and every disagreement of the row."""
     problems = []
+    if fate.kind == ERROR:
+        return "n/a", [fate.text]
     if fate.kind != row.intent:
         problems.append(f"the scheduler's fate is {fate.kind}, the row was written for {row.intent}")
     want = EXPECTED_OUTCOME[fate.kind]

@@ -91,3 +91,8 @@ def test_documents_that_disagree_are_no_verdict() -> None:
         "results": [{"kind": "Workload", "outcome": "admitted"}, {"kind": "PodGroup", "outcome": "denied"}]
     }
     assert verdict(mixed, RACK, HOSTS).outcome == "conflict"
+
+
+def test_a_row_the_harness_could_not_decide_fails() -> None:
+    said = verdict(report("admitted", rack_placement(("r0", 4))), RACK, HOSTS)
+    assert compare(ROW, said, Fate("error", "error: timed out"))[1] == ["error: timed out"]
