@@ -161,12 +161,18 @@ class Verdict:
     when_empty: dict[str, int] | None = None
 
 
-def run_check(manifest: Path, state: Path) -> dict[str, Any]:
+def start_check(manifest: Path, state: Path) -> subprocess.Popen[str]:
+    """``tasgate check -o json`` on ``manifest`` against the dump, in the background: it reads only
+    the files, so it runs while the row is submitted and watched."""
     argv = [str(TASGATE), "check", "-f", str(manifest), "--state", str(state), "-o", "json"]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    if run.returncode not in (0, 1):
-        raise AssertionError(f"{' '.join(argv)} exited {run.returncode}:\n{run.stderr[-3000:]}")
-    return dict(json.loads(run.stdout))
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_check(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode not in (0, 1):
+        raise AssertionError(f"tasgate check ({proc.args!r}) exited {proc.returncode}:\n{err[-3000:]}")
+    return dict(json.loads(out))
 
 
 def verdict(report: Mapping[str, Any], key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> Verdict:
@@ -314,7 +320,7 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
     objects = row.objects(NAMESPACE)
     manifest = directory / "manifest.yaml"
     manifest.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-    said = verdict(run_check(manifest, state), row.key, world.node_labels)
+    check = start_check(manifest, state)
     try:
         world.create(objects)
         group = world.job_pod_group(NAMESPACE, row.name) if row.job else group_name(row.name)
@@ -324,6 +330,7 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
     finally:
         world.clear(NAMESPACE)
         world.restore_blockers()
+        said = verdict(finish_check(check), row.key, world.node_labels)
     agree, problems = compare(row, said, fate)
     return Outcome(row, said, fate, agree, problems)
 
