@@ -11,7 +11,7 @@ pool (``review_*``), and as AdmissionReviews through the real app over TLS (``re
 aiohttp, the handlers, JSON, TLS; client and server share the process and its loop). The API
 server's own cost is not in it (``make e2e-scale`` is the place).
 
-Node events are timed one at a time to visibility, 24 of them (capacity, cordon, NotReady, a
+Node events are timed one at a time to visibility, 28 of them (capacity, cordon, NotReady, a
 move to another rack, to a new block and rack, a node removed and added back), as
 ``node_visible_ms`` (p50) and ``node_visible_p99_ms``, with the longest loop stall while they
 ran (``max_loop_stall_ms_node_events``); each includes the writer's 50 ms debounce.
