@@ -30,3 +30,18 @@ cdef struct NativeOut:
     int32_t n_best                 # feasible placements sharing the best total score
 
 cdef void place_native(const NativeIn* a, NativeOut* o) noexcept nogil
+
+# Pods of several shapes, in queue order: the per-pod cycle run in each domain.
+cdef struct PodsIn:
+    int n_pods
+    const int64_t* pods            # n_pods x n_req: each pod's request (the `pods` unit included)
+    const int64_t* node_cap        # n_nodes x 2: cpu, memory allocatable (per-pod scores)
+    const int64_t* node_used       # n_nodes x 2: cpu, memory requested before the group
+    const int64_t* pods_nz         # n_pods x 2: cpu, memory as LeastAllocated counts them
+    const int64_t* pods_act        # n_pods x 2: cpu, memory as BalancedAllocation counts them
+    int64_t* room                  # n_nodes x n_req scratch
+    int64_t* nz_used               # n_nodes x 2 scratch
+    int64_t* act_used              # n_nodes x 2 scratch
+    int64_t* extra                 # n_domains x 2: cpu, memory the placed pods add (out)
+
+cdef void place_pods_native(const NativeIn* a, PodsIn* p, NativeOut* o) noexcept nogil

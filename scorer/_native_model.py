@@ -53,6 +53,9 @@ class NativeRequest:
     affinity: tuple[SelectorTerm, ...] | None = None
     scheduled: int = 0  # pods of the group already bound
     bound_domain: str | None = None  # the domain they are bound in, if any
+    # Pods of several shapes, in the scheduler's queue order (then ``count`` is their number and
+    # ``requests`` is unused): each domain runs the per-pod cycle (``place_pods``).
+    pods: tuple[Mapping[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ def place_native(
         return NativePlacement(False, req.key, None, 0, (), (), len(nodes), 0)
     values = sorted({n.labels[req.key] if req.key is not None else NO_KEY for n in labelled})
     index = {v: i for i, v in enumerate(values)}
-    names = sorted({r for r, v in req.requests.items() if v > 0} | {PODS})
+    shapes = req.pods or (req.requests,)
+    names = sorted({r for shape in shapes for r, v in shape.items() if v > 0} | {PODS})
     want = {**req.requests, PODS: 1}
     domain, ok, free = array("i"), array("b"), array("q")
     alloc = [[0, 0] for _ in values]
@@ -112,6 +116,13 @@ def place_native(
             alloc[d][i] += node.allocatable.get(r, 0)
             used[d][i] += taken.get(r, 0)
     required = index.get(req.bound_domain, -2) if req.bound_domain is not None else -1
+    if req.pods:
+        raw = _place_pods(
+            engine, req, labelled, usage, empty, names, (domain, ok, free), alloc, used, required
+        )
+        if required == -2:
+            raw = _none_feasible(raw)
+        return _result(req, values, raw, len(nodes), len(labelled))
     raw = engine.place(
         domain,
         ok,
@@ -128,6 +139,49 @@ def place_native(
     if required == -2:  # bound pods sit in a domain no labelled node carries now
         raw = _none_feasible(raw)
     return _result(req, values, raw, len(nodes), len(labelled))
+
+
+def _place_pods(
+    engine: ModuleType,
+    req: NativeRequest,
+    labelled: Sequence[Node],
+    usage: Mapping[str, Mapping[str, int]] | None,
+    empty: bool,
+    names: Sequence[str],
+    nodes: tuple[array[int], array[int], array[int]],
+    alloc: list[list[int]],
+    used: list[list[int]],
+    required: int,
+) -> _reference_native.NativeRaw:
+    """The heterogeneous path: per-node cpu/memory for the per-pod scores, one row per pod."""
+    domain, ok, free = nodes
+    cap, taken_rows = array("q"), array("q")
+    for node in labelled:
+        taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
+        cap.extend(node.allocatable.get(r, 0) for r in SCORED)
+        taken_rows.extend(taken.get(r, 0) for r in SCORED)
+    rows, nz, act = array("q"), array("q"), array("q")
+    for shape in req.pods:
+        rows.extend({**shape, PODS: 1}.get(r, 0) for r in names)
+        nz.extend(shape.get(r, 0) or NON_ZERO[r] for r in SCORED)
+        act.extend(shape.get(r, 0) for r in SCORED)
+    n, p = len(labelled), len(req.pods)
+    raw: _reference_native.NativeRaw = engine.place_pods(
+        domain,
+        ok,
+        _matrix(free, n, len(names)),
+        _matrix(rows, p, len(names)),
+        _matrix(cap, n, 2),
+        _matrix(taken_rows, n, 2),
+        _matrix(nz, p, 2),
+        _matrix(act, p, 2),
+        _matrix(array("q", [x for row in alloc for x in row]), len(alloc), 2),
+        _matrix(array("q", [x for row in used for x in row]), len(used), 2),
+        max(req.min_count, 1),
+        req.scheduled,
+        max(required, -1),
+    )
+    return raw
 
 
 def bound_domain(labels: Mapping[str, Mapping[str, str]], key: str, bound: Sequence[str]) -> str | None:

@@ -85,6 +85,95 @@ def place(
         if d >= 0 and ok:
             capacity[d] += node_fit(row, req)
     placed = [min(count, c) for c in capacity]
+    extra = [[p * x for x in score_req] for p in placed]
+    return _scored(capacity, placed, extra, alloc, used, min_count, scheduled, required_domain)
+
+
+def node_score(
+    cap: Sequence[int], used_nz: Sequence[int], used: Sequence[int], nz: Sequence[int], act: Sequence[int]
+) -> int:
+    """One pod's per-node score: NodeResourcesFit (LeastAllocated, cpu and memory weight 1,
+    non-zero requests) + NodeResourcesBalancedAllocation (actual requests), as in Go."""
+    least = weights = 0
+    for c, u, p in zip(cap, used_nz, nz, strict=True):
+        if c == 0:
+            continue
+        requested = u + p
+        least += 0 if requested > c else (c - requested) * MAX_SCORE // c
+        weights += 1
+    least = least // weights if weights else 0
+    if not any(act):  # isBestEffortPod: BalancedAllocation scores 0
+        return least
+    with_pod = _balanced([u + p for u, p in zip(used, act, strict=True)], cap)
+    without = _balanced(list(used), cap)
+    return least + MAX_SCORE // 2 + (MAX_SCORE // 2 + with_pod - without) // 2
+
+
+def _balanced(requested: Sequence[int], cap: Sequence[int]) -> int:
+    fractions = [min(r / c, 1.0) for r, c in zip(requested, cap, strict=True) if c != 0]
+    std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+    return int((1 - std) * MAX_SCORE)
+
+
+def place_pods(
+    node_domain: Sequence[int],
+    node_ok: Sequence[int],
+    free: Sequence[Sequence[int]],
+    pods: Sequence[Sequence[int]],
+    node_cap: Sequence[Sequence[int]],
+    node_used: Sequence[Sequence[int]],
+    pods_nz: Sequence[Sequence[int]],
+    pods_act: Sequence[Sequence[int]],
+    alloc: Sequence[Sequence[int]],
+    used: Sequence[Sequence[int]],
+    min_count: int,
+    scheduled: int,
+    required_domain: int,
+) -> NativeRaw:
+    """Pods of several shapes, in queue order: the per-pod cycle run in each domain (filter on
+    the node's free capacity, bind to the best-scored node, lowest index among ties where the
+    scheduler picks at random), then the placement scores on what was placed."""
+    free, pods, node_cap, node_used, pods_nz, pods_act, alloc, used = (
+        _rows(m) for m in (free, pods, node_cap, node_used, pods_nz, pods_act, alloc, used)
+    )
+    n_domains = len(alloc)
+    placed = [0] * n_domains
+    extra = [[0, 0] for _ in range(n_domains)]
+    for d in range(n_domains):
+        nodes = [n for n, nd in enumerate(node_domain) if nd == d and node_ok[n]]
+        room = {n: list(free[n]) for n in nodes}
+        nz_used = {n: list(node_used[n]) for n in nodes}
+        act_used = {n: list(node_used[n]) for n in nodes}
+        for p, want in enumerate(pods):
+            best, best_score = -1, -1
+            for n in nodes:
+                if any(w > 0 and w > have for w, have in zip(want, room[n], strict=True)):
+                    continue
+                score = node_score(node_cap[n], nz_used[n], act_used[n], pods_nz[p], pods_act[p])
+                if score > best_score:
+                    best, best_score = n, score
+            if best < 0:
+                continue
+            room[best] = [have - w for have, w in zip(room[best], want, strict=True)]
+            nz_used[best] = [u + x for u, x in zip(nz_used[best], pods_nz[p], strict=True)]
+            act_used[best] = [u + x for u, x in zip(act_used[best], pods_act[p], strict=True)]
+            placed[d] += 1
+            extra[d] = [e + x for e, x in zip(extra[d], pods_nz[p], strict=True)]
+    return _scored(placed, placed, extra, alloc, used, min_count, scheduled, required_domain)
+
+
+def _scored(
+    capacity: list[int],
+    placed: list[int],
+    extra: list[list[int]],
+    alloc: Sequence[Sequence[int]],
+    used: Sequence[Sequence[int]],
+    min_count: int,
+    scheduled: int,
+    required_domain: int,
+) -> NativeRaw:
+    """Feasibility (Permit at minCount) and the two placement scores, given what each domain took."""
+    n_domains = len(alloc)
     feasible = [
         p > 0 and scheduled + p >= min_count and required_domain in (-1, d) for d, p in enumerate(placed)
     ]
@@ -95,7 +184,7 @@ def place(
     for d in range(n_domains):
         if not feasible[d]:
             continue
-        fit_score[d] = most_allocated(alloc[d], used[d], score_req, placed[d])
+        fit_score[d] = most_allocated(alloc[d], used[d], extra[d], 1)
         pods_score[d] = (scheduled + placed[d]) * MAX_SCORE // most
         total = fit_score[d] + pods_score[d]
         if total > best_total:

@@ -56,3 +56,20 @@ def test_cordoned_and_tainted_nodes_count_in_the_score_but_take_no_pod(engine: s
     never = place_native(nodes, req, None, True, native_engines()[engine])
     assert not now.fits and now.domains[0].capacity == 1
     assert never.fits and never.domains[0].capacity == 3
+
+
+def _pod(gpus: int) -> dict[str, int]:
+    return {GPU: gpus, "cpu": 4000 * gpus, "memory": (32 << 30) * gpus}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("order", "fits"), [((8, 4, 4, 4), True), ((4, 4, 4, 8), False)])
+def test_pods_of_several_shapes_are_placed_one_by_one_in_queue_order(
+    order: tuple[int, ...], fits: bool, engine: str
+) -> None:
+    """Three 8-GPU hosts: an 8-GPU pod first takes one host, the three 4-GPU pods share the rest;
+    last, it finds none free: LeastAllocated has spread the 4-GPU pods over all three hosts."""
+    req = NativeRequest("g", 4, 4, _pod(order[0]), "rack", pods=tuple(_pod(g) for g in order))
+    found = place_native(_rack("a", 3), req, None, True, native_engines()[engine])
+    assert found.fits is fits
+    assert found.domains[0].placed == (4 if fits else 3)

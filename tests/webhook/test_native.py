@@ -203,3 +203,61 @@ def test_a_job_is_judged_with_the_key_its_pod_group_will_get() -> None:
     )
     assert plain.reason is Reason.FITS and plain.patch == ()
     assert ruled.reason is Reason.NEVER_FITS and ruled.patch == ()
+
+
+def _mixed(gpus: list[int], classes: list[str | None]) -> list[dict[str, Any]]:
+    """A rack gang of pods of several sizes (4 cpu and 32Gi per GPU, as the fixtures' pods)."""
+    pg = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "mixed", "namespace": "default"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": len(gpus)}},
+            "schedulingConstraints": {"topology": [{"key": "topology.example.com/rack"}]},
+        },
+    }
+    pods: list[dict[str, Any]] = []
+    for i, (g, cls) in enumerate(zip(gpus, classes, strict=True)):
+        requests = {"cpu": str(4 * g), "memory": f"{32 * g}Gi", "nvidia.com/gpu": str(g)}
+        spec: dict[str, Any] = {
+            "schedulingGroup": {"podGroupName": "mixed"},
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
+        }
+        if cls:
+            spec["priorityClassName"] = cls
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{i}", "namespace": "default"},
+                "spec": spec,
+            }
+        )
+    classes_objs = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("first", 1000), ("last", -10))
+    ]
+    return [pg, *pods, *classes_objs]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "classes", "expected", "domain"),
+    [
+        ([8, 4, 4, 4], ["first", None, None, None], Reason.FITS, "r1"),
+        ([4, 4, 4, 8], [None, None, None, "last"], Reason.NEVER_FITS, None),
+        ([8, 4, 4, 4], ["last", None, None, None], Reason.NEVER_FITS, None),  # priority, not order
+    ],
+)
+def test_pods_of_several_sizes_in_the_schedulers_order(
+    gpus: list[int], classes: list[str | None], expected: Reason, domain: str | None
+) -> None:
+    """e2e-native's rack-mixed rows: the PodGroup cycle tries pods by priority, each on its least
+    allocated host, so a big pod last finds no host free in any rack, even empty."""
+    objects = _mixed(gpus, classes)
+    state = build_state(BASE + objects)
+    d = decide(Review(objects[0], "default"), state, Policy("test"))
+    assert d.reason is expected, (d.message, d.warnings)
+    if domain is not None:
+        (v,) = d.pod_sets
+        assert v.now is not None and v.now.assignment is not None
+        assert v.now.assignment.domains[0].values == (domain,)

@@ -61,6 +61,7 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
     requests = pod_requests(spec, g.spec_path)
     found = read_scheduling(spec, g.spec_path)
     domain = _bound_domain(g, state)
+    shapes = _queued_shapes(g, state)
     req = NativeRequest(
         name=g.spec.name,
         count=g.count,
@@ -72,6 +73,7 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
         affinity=found.affinity,
         scheduled=g.members.bound,
         bound_domain=domain,
+        pods=shapes,
     )
     now = place_native(state.nodes, req, state.usage, empty=False)
     never = place_native(
@@ -89,6 +91,27 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
         min_count=g.spec.min_count,
         native=_native_json(g, now),
     )
+
+
+def _queued_shapes(g: Group, state: ClusterState) -> tuple[Mapping[str, int], ...]:
+    """Pods of several shapes, in the PodGroup cycle's order (priority, then creation: here the
+    order seen); () when they are all of one shape, the fast path."""
+    if len(g.pod_specs) < 2 or len(g.pod_specs) != g.count:
+        return ()
+    shapes = [pod_requests(spec, g.spec_path) for spec in g.pod_specs]
+    if all(s == shapes[0] for s in shapes):
+        return ()
+    order = sorted(range(len(shapes)), key=lambda i: -_priority(g.pod_specs[i], state))
+    return tuple(shapes[i] for i in order)
+
+
+def _priority(spec: Mapping[str, Any], state: ClusterState) -> int:
+    """The pod's priority as admission sets it: ``spec.priority``, else its class, else default."""
+    value = spec.get("priority")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    found = state.priority_classes.pod.get(str(spec.get("priorityClassName") or ""))
+    return found[0] if found is not None else state.priority_classes.default_value()
 
 
 def _bound_domain(g: Group, state: ClusterState) -> str | None:

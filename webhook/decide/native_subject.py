@@ -43,6 +43,7 @@ class Group:
     spec_path: str  # field path of pod_spec, for errors
     source: str  # where the pods' requests come from, for messages
     members: Members = field(default_factory=Members)
+    pod_specs: tuple[Mapping[str, Any], ...] = ()  # each queued pod's spec, when known one by one
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def _stamped(wl: NativeObject, template: str, state: ClusterState) -> Group | No
         if members is not None and members.spec is not None:
             g = next(t for t in wl.groups if t.name == template)
             count = max(g.min_count - members.bound, members.pending)
-            return Group(g, count, members.spec, "spec", f'the pods of PodGroup "{name}"', members)
+            source = f'the pods of PodGroup "{name}"'
+            return Group(g, count, members.spec, "spec", source, members, members.specs)
     return None
 
 
@@ -100,7 +102,8 @@ def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
     members = state.native.members.get((pg.namespace, pg.name), Members())
     if members.spec is not None:
         count = max(g.min_count - members.bound, members.pending)
-        group = Group(g, count, members.spec, "spec", f"its pods ({members.pending} pending)", members)
+        source = f"its pods ({members.pending} pending)"
+        group = Group(g, count, members.spec, "spec", source, members, members.specs)
         return Subject("PodGroup", (group,))
     job_name = pg.owner_job
     if job_name is None and pg.template_ref is not None:
@@ -171,8 +174,9 @@ def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
     g = pg.groups[0]
     members = state.native.members.get((ns, group), Members())
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
-    count = max(g.min_count - members.bound, members.pending + (name not in members.names))
-    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members),))
+    specs = members.specs if name in members.names else (*members.specs, spec)
+    count = max(g.min_count - members.bound, len(specs))
+    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members, specs),))
 
 
 def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str) -> Group:

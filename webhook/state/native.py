@@ -33,6 +33,7 @@ class Members:
     nodes: tuple[str, ...] = ()
     spec: Mapping[str, Any] | None = None
     names: frozenset[str] = frozenset()  # the pods counted, so a pod is never counted twice
+    specs: tuple[Mapping[str, Any], ...] = ()  # the pending pods' specs, in the order seen
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class NativeFold:
             nodes=(*was.nodes, str(node)) if node else was.nodes,
             spec=was.spec if was.spec is not None else spec,
             names=was.names | {pod},
+            specs=was.specs if node else (*was.specs, spec),
         )
 
     @classmethod
