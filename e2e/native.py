@@ -201,15 +201,6 @@ class NativeCluster(Cluster):
         return out.read_text()
 
 
-def add_nodes(
-    cluster: Cluster, nodes: Mapping[str, Mapping[str, str]], allocatable: Mapping[str, str]
-) -> None:
-    """Create kwok Nodes (name -> extra labels) of one size and wait until they are schedulable."""
-    for name, labels in nodes.items():
-        cluster.add_node(name, allocatable, labels)
-    cluster.wait_nodes_ready(list(nodes))
-
-
 def pod_group_conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((obj.get("status") or {}).get("conditions") or [])
 
@@ -225,3 +216,8 @@ def scheduled_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
 def kinds_for_state() -> Sequence[str]:
     """The kinds a ``--state`` dump of a native cluster holds (docs/cli.md's list plus the native API)."""
     return ("nodes,pods,namespaces,limitranges,priorityclasses", f"{POD_GROUPS},{WORKLOADS}")
+
+
+if __name__ == "__main__":  # python -m e2e.native: the scheduler configuration as v1.36.5 fills it in
+    with native_control_plane() as plane, NativeCluster(plane) as native:
+        print(native.effective_scheduler_config(), end="")

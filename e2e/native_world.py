@@ -7,7 +7,6 @@ count of PodGroup cycles (its ``--v=2`` line per cycle), which no API object rec
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -228,15 +227,6 @@ class NativeWorld:
             raise AssertionError(f"{exc}; {detail}") from None
         return seen[0]
 
-    def wait_bound(self, namespace: str, group: str, want: int, timeout: float = SETTLE_TIMEOUT) -> Settled:
-        """Until at least ``want`` pods of the group are bound (after capacity was freed)."""
-
-        def enough() -> bool:
-            return sum(bound(p) for p in self.group_pods(namespace, group)) >= want
-
-        wait_until(f"{want} pods of PodGroup {namespace}/{group} bound", enough, timeout)
-        return self.settle(namespace, group, len(self.group_pods(namespace, group)), timeout)
-
     def cycles(self, namespace: str, group: str) -> int:
         """How many PodGroup cycles the scheduler ran on ``group`` and logged as unschedulable."""
         key = re.escape(f"{namespace}/{group}")
@@ -248,7 +238,3 @@ class NativeWorld:
         """The events the scheduler wrote in ``namespace`` (FailedScheduling, Scheduled)."""
         items = self.cp.kubectl_json("get", "events.events.k8s.io", "-n", namespace)["items"]
         return [e for e in items if e.get("reportingController") == "default-scheduler"]
-
-
-def as_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True)
