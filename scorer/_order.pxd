@@ -2,7 +2,7 @@
 # A lower global index at the same level is a smaller level-value path: the final tie-break.
 
 from libc.stdint cimport int32_t, int64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from scorer._types cimport State
 
@@ -92,31 +92,22 @@ cdef inline int32_t best_fit(const State* s, const int32_t* xs, int n, int64_t n
     return best
 
 
-cdef inline int32_t leader_domain(const State* s, const int32_t* xs, int n, int64_t remaining, int64_t leaders,
-                           bint slices) noexcept nogil:
-    """A leader-capable domain whose worker penalty fits the slack (Kueue #13383)."""
+cdef inline void prioritize_leader(const State* s, int32_t* xs, int n, int64_t remaining, int64_t leaders,
+                                   bint slices) noexcept nogil:
+    """prioritizeLeaderDomain, in place: the first leader-capable domain whose worker penalty fits
+    the slack (Kueue #13383) moves to the front; the others keep their order."""
     cdef const int64_t* prim = s.sl if slices else s.st
     cdef const int64_t* wl = s.slwl if slices else s.swl
-    cdef int64_t slack = -remaining, best_value = 0
+    cdef int64_t slack = -remaining
     cdef int i
-    cdef int32_t d, first = -1, best = -1, capable = -1
+    cdef int32_t d
+    if leaders == 0 or n < 2:
+        return
     for i in range(n):
         slack += prim[xs[i]]
     for i in range(n):
         d = xs[i]
-        if capable < 0 and s.ld[d] > 0:
-            capable = d
-        if s.ld[d] < leaders or (wl[d] < remaining and prim[d] - wl[d] > slack):
-            continue
-        if first < 0:
-            first = d
-        if s.best_fit and wl[d] >= remaining and (best < 0 or wl[d] < best_value):
-            best = d
-            best_value = wl[d]
-    if best >= 0:
-        return best
-    if first >= 0:
-        return first
-    return capable if capable >= 0 else xs[0]
-
-
+        if s.ld[d] >= leaders and prim[d] - wl[d] <= slack:
+            memmove(xs + 1, xs, i * sizeof(int32_t))
+            xs[0] = d
+            return

@@ -7,7 +7,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy
 
 from scorer._counts cimport aggregate, fill_leaves, level_table
-from scorer._order cimport best_fit, leader_domain, sort_domains
+from scorer._order cimport best_fit, prioritize_leader, sort_domains
 from scorer._types cimport ST_FAILED, ST_FIT, ST_NO_DOMAINS, ST_NOT_FIT, Outcome, Request, State, Tree
 
 from scorer.request import EngineError
@@ -57,7 +57,10 @@ cdef int spread(const Tree* t, const Request* r, State* s, Outcome* o, int searc
                 capable = True
         if not capable:
             return not_fit(t, r, s, o, search, 0, slice_count)
-        lead = leader_domain(s, ordered, n, remaining, s.leader_count, True)
+        prioritize_leader(s, ordered, n, remaining, s.leader_count, True)
+        lead = ordered[0]
+        if s.best_fit and s.slwl[lead] >= remaining:
+            lead = best_fit(s, ordered, n, remaining, s.slwl, s.leader_count)
         chosen[n_chosen] = lead
         n_chosen += 1
         remaining -= s.slwl[lead]
@@ -129,32 +132,34 @@ cdef int update_counts(State* s, const int32_t* inp, int n, int64_t count, int64
     cdef int64_t* prim = s.sl if slices else s.st
     cdef int64_t* wl = s.slwl if slices else s.swl
     cdef int64_t factor = size if slices else 1
-    cdef int n_out = 0, i, n_rest = n, j
-    cdef int32_t dom, lead
+    cdef int n_out = 0, i, n_rest = n
+    cdef int32_t dom
     cdef int32_t* rest = s.d
     memcpy(rest, inp, n * sizeof(int32_t))
-    while leaders > 0 and n_rest > 0:
-        lead = leader_domain(s, rest, n_rest, remaining, leaders, slices)
-        out[n_out] = lead
+    prioritize_leader(s, rest, n, remaining, leaders, slices)
+    i = 0
+    while leaders > 0 and i < n:
+        dom = rest[i]
+        if s.best_fit and wl[dom] >= remaining and s.ld[dom] >= leaders:
+            dom = best_fit(s, rest + i, n - i, remaining, wl, leaders)
+        out[n_out] = dom
         n_out += 1
-        if wl[lead] >= remaining and s.ld[lead] >= leaders:
-            prim[lead] = remaining
-            s.ld[lead] = leaders
-            s.st[lead] = remaining * factor
+        if wl[dom] >= remaining and s.ld[dom] >= leaders:
+            prim[dom] = remaining
+            s.ld[dom] = leaders
+            s.st[dom] = remaining * factor
             return n_out
-        if wl[lead] > remaining:
-            wl[lead] = remaining
-        if s.ld[lead] > leaders:
-            s.ld[lead] = leaders
-        s.st[lead] = wl[lead] * factor
-        leaders -= s.ld[lead]
-        remaining -= wl[lead]
-        j = 0
-        for i in range(n_rest):
-            if rest[i] != lead:
-                rest[j] = rest[i]
-                j += 1
-        n_rest = j
+        if wl[dom] > remaining:
+            wl[dom] = remaining
+        if s.ld[dom] > leaders:
+            s.ld[dom] = leaders
+        prim[dom] = wl[dom]
+        s.st[dom] = wl[dom] * factor
+        leaders -= s.ld[dom]
+        remaining -= wl[dom]
+        i += 1
+    rest += i
+    n_rest = n - i
     for i in range(n_rest):
         dom = rest[i]
         if s.best_fit and prim[dom] >= remaining:

@@ -87,7 +87,10 @@ def _spread(
         if not any(s.ld[d] > 0 for d in ordered):
             _not_fit(s, result, search, 0, slice_count)
             return None
-        lead = s.leader_domain(ordered, remaining, s.leader_count, True)
+        ordered = s.prioritize_leader(ordered, remaining, s.leader_count, True)
+        lead = ordered[0]
+        if s.best_fit and s.slwl[lead] >= remaining:
+            lead = s.best_fit_slices(ordered, remaining, s.leader_count)
         chosen.append(lead)
         remaining -= s.slwl[lead]
         rest = [d for d in ordered if d != lead]
@@ -171,21 +174,30 @@ def _update_counts(
     remaining = count // size if slices else count
     prim, wl = (s.sl, s.slwl) if slices else (s.st, s.swl)
     factor = size if slices else 1
-    rest = domains
-    while leaders > 0 and rest:
-        lead = s.leader_domain(rest, remaining, leaders, slices)
-        chosen.append(lead)
-        if wl[lead] >= remaining and s.ld[lead] >= leaders:
-            prim[lead] = remaining
-            s.ld[lead] = leaders
-            s.st[lead] = remaining * factor
+    order = s.prioritize_leader(domains, remaining, leaders, slices)
+    i = 0
+    while leaders > 0 and i < len(order):
+        dom = order[i]
+        if s.best_fit and wl[dom] >= remaining and s.ld[dom] >= leaders:
+            dom = (
+                s.best_fit_slices(order[i:], remaining, leaders)
+                if slices
+                else s.best_fit_pods(order[i:], remaining, leaders)
+            )
+        chosen.append(dom)
+        if wl[dom] >= remaining and s.ld[dom] >= leaders:
+            prim[dom] = remaining
+            s.ld[dom] = leaders
+            s.st[dom] = remaining * factor
             return chosen
-        wl[lead] = min(wl[lead], remaining)
-        s.ld[lead] = min(s.ld[lead], leaders)
-        s.st[lead] = wl[lead] * factor
-        leaders -= s.ld[lead]
-        remaining -= wl[lead]
-        rest = [d for d in rest if d != lead]
+        wl[dom] = min(wl[dom], remaining)
+        s.ld[dom] = min(s.ld[dom], leaders)
+        prim[dom] = wl[dom]
+        s.st[dom] = wl[dom] * factor
+        leaders -= s.ld[dom]
+        remaining -= wl[dom]
+        i += 1
+    rest = order[i:]
     for i, first in enumerate(rest):
         dom = first
         if s.best_fit and prim[dom] >= remaining:

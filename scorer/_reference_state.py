@@ -44,24 +44,23 @@ class State:
     def best_fit_pods(self, domains: list[int], needed: int, leaders: int) -> int:
         return best_fit(domains, needed, self.swl if leaders > 0 else self.st, self.ld, leaders)
 
-    def leader_domain(self, domains: list[int], remaining: int, leaders: int, slices: bool) -> int:
-        """Where the leader goes: a leader-capable domain whose worker penalty fits the slack.
+    def prioritize_leader(self, domains: list[int], remaining: int, leaders: int, slices: bool) -> list[int]:
+        """prioritizeLeaderDomain: the first leader-capable domain whose worker penalty fits the
+        slack moves to the front, the others keep their order.
 
         Placing the leader costs a domain ``prim - with_leader`` workers; the domains' total
         capacity beyond what is still needed is the slack that can absorb it (Kueue #13383).
-        Among eligible domains, best fit picks the tightest one that completes the group.
+        Kueue reorders once, then walks the list: best fit replaces the front domain only when
+        that domain alone completes the group (consumeWithLeadersGeneric).
         """
+        if leaders == 0 or len(domains) < 2:
+            return domains
         prim, wl = (self.sl, self.slwl) if slices else (self.st, self.swl)
         slack = sum(prim[d] for d in domains) - remaining
-        eligible = [
-            d for d in domains if self.ld[d] >= leaders and (wl[d] >= remaining or prim[d] - wl[d] <= slack)
-        ]
-        if eligible:
-            if self.best_fit and any(wl[d] >= remaining for d in eligible):
-                return best_fit(eligible, remaining, wl, self.ld, leaders)
-            return eligible[0]
-        return next((d for d in domains if self.ld[d] > 0), domains[0])
-
+        for i, d in enumerate(domains):
+            if self.ld[d] >= leaders and prim[d] - wl[d] <= slack:
+                return [d, *domains[:i], *domains[i + 1 :]]
+        return domains
 
 def best_fit(domains: list[int], needed: int, values: list[int], ld: list[int], leaders: int) -> int:
     """The first domain with the smallest value still >= needed (holding the leader, if one

@@ -245,15 +245,11 @@ def test_placement_equals_kueue_on_seeded_gpu_clusters(peer: Any) -> None:
 
 
 # ---- every small leader + workers rack: where a leader costs workers -------------------------
-
-LEADER_BUG = (
-    "scorer bug found by this test (2026-12-02): with a podset group, Kueue v0.19.2 puts the leader"
-    " on the first domain prioritizeLeaderDomain keeps and best-fits only when that domain alone"
-    " completes the group (consumeWithLeadersGeneric); tasgate's leader_domain best-fits among every"
-    " eligible domain. Smallest case: one rack, hosts a (2 GPUs, cpu 16) and b (2 GPUs, cpu 32),"
-    " leader cpu 8 + 2 workers x (1 GPU, cpu 8), required rack: Kueue leader a, workers a=1 b=1;"
-    " tasgate leader b, workers b=2"
-)
+# Found a scorer bug on 2026-12-02 (fixed the same day): with a podset group, Kueue v0.19.2 puts the
+# leader on the first domain prioritizeLeaderDomain keeps and best-fits only when that domain alone
+# completes the group (consumeWithLeadersGeneric); tasgate best-fitted among every eligible domain.
+# Smallest case: one rack, hosts a (2 GPUs, cpu 16) and b (2 GPUs, cpu 32), leader cpu 8 + 2 workers
+# x (1 GPU, cpu 8), required rack: Kueue puts the leader on a, workers a=1 b=1.
 
 
 def leader_grid() -> list[Case]:
@@ -286,8 +282,6 @@ def leader_grid() -> list[Case]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason=LEADER_BUG)
 def test_leader_placement_equals_kueue_on_every_small_rack(peer: Any) -> None:
-    """Strict: the day the scorer follows Kueue here this passes, xfail fails, the mark goes."""
     found = check(leader_grid(), peer)
     assert not found, f"{len(found)} disagreements, e.g.\n" + "\n".join(found[:4])
