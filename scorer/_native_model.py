@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from scorer import _reference_native
-from scorer.model import PODS, Node, SelectorTerm, Toleration
+from scorer.model import PODS, SCHEDULING_EFFECTS, Node, SelectorTerm, Taint, Toleration
 from scorer.nodes import affinity_matches, first_untolerated, selector_matches
 
 try:
@@ -194,11 +194,18 @@ def bound_domain(labels: Mapping[str, Mapping[str, str]], key: str, bound: Seque
     return str(values.pop()) if len(values) == 1 and None not in values else ""
 
 
+CORDON = Taint("node.kubernetes.io/unschedulable", "NoSchedule")  # what NodeUnschedulable checks
+
+
 def _schedulable(node: Node, req: NativeRequest, empty: bool) -> bool:
-    """Every filter but NodeResourcesFit: cordon, taints, nodeSelector, required affinity."""
-    if node.unschedulable and not empty:
+    """Every filter but NodeResourcesFit: cordon, taints, nodeSelector, required affinity.
+
+    As the kube-scheduler's NodeUnschedulable and TaintToleration filters: a cordoned node takes
+    a pod that tolerates ``node.kubernetes.io/unschedulable:NoSchedule``, and only NoSchedule and
+    NoExecute taints keep a pod off (PreferNoSchedule only scores)."""
+    if node.unschedulable and not empty and first_untolerated([CORDON], req.tolerations) is not None:
         return False
-    taints = [t for t in node.taints if not (empty and t.is_condition)]
+    taints = [t for t in node.taints if t.effect in SCHEDULING_EFFECTS and not (empty and t.is_condition)]
     if first_untolerated(taints, req.tolerations) is not None:
         return False
     if not selector_matches(node, req.node_selector):
