@@ -35,11 +35,14 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 
 # The scorer's own figures, then tasgate beside Kueue's Go code (bench/kueue_peer, built once into
-# ~/.cache/tasgate) on identical inputs: placement and snapshot-build ratios, never a timed assertion.
+# ~/.cache/tasgate) on identical inputs: placement and snapshot-build ratios, never a timed assertion;
+# then every other benchmark, and bench/summary.json with the README's performance table from it.
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
 	bash bench/kueue_peer/build.sh
 	$(PY) bench/bench_peer.py --out bench/peer.json
+	$(MAKE) bench-live bench-threads bench-review bench-track
+	$(PY) bench/summary.py --write-readme
 
 # Live state at cluster scale: the real Mirror and decision path under replayed pod churn.
 bench-live: $(STAMP)
@@ -48,7 +51,7 @@ bench-live: $(STAMP)
 # Do decisions run in parallel (nogil engine)? Decisions/s with 1 and 2 threads, side by side.
 .PHONY: bench-threads
 bench-threads: $(STAMP)
-	$(PY) bench/bench_threads.py
+	$(PY) bench/bench_threads.py --out bench/threads.json
 
 # What a review costs beyond its placement: in-process profile by layer, then the real app and a no-op
 # aiohttp responder on the same TLS stack, each in its own process, at concurrency 1/8/32.

@@ -76,8 +76,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--decisions", type=int, default=1000, help="per thread")
+    parser.add_argument("--out", type=Path, help="also write the result here (JSON)")
     args = parser.parse_args()
-    print(json.dumps(run(args.nodes, args.pods, args.decisions)))
+    result = run(args.nodes, args.pods, args.decisions)
+    print(json.dumps(result))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

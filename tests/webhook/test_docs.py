@@ -3,11 +3,13 @@ README stays a short front page whose table of contents is its headings."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from bench import summary
 from webhook.decide.policy import PolicyError
 from webhook.decide.policy_text import parse_policy
 from webhook.decide.reasons import MEANING, Reason, reason_table
@@ -33,6 +35,13 @@ def test_reason_table_is_generated_from_the_enum() -> None:
         (DOCS / "reasons.md").read_text(), "<!-- reasons:start -->\n", "\n<!-- reasons:end -->"
     )
     assert documented == reason_table(), "regenerate docs/reasons.md's table from webhook.decide.reasons"
+
+
+def test_readme_performance_table_is_generated_from_the_bench_summary() -> None:
+    """The figures are make bench's, not typed by hand: bench/summary.json renders the table."""
+    figures = json.loads((REPO / "bench" / "summary.json").read_text())
+    shown = _between(README.read_text(), summary.START + "\n", "\n" + summary.END)
+    assert shown == summary.table(figures), "run python bench/summary.py --write-readme"
 
 
 def test_readme_is_short() -> None:
