@@ -62,6 +62,7 @@ class State:
                 return [d, *domains[:i], *domains[i + 1 :]]
         return domains
 
+
 def best_fit(domains: list[int], needed: int, values: list[int], ld: list[int], leaders: int) -> int:
     """The first domain with the smallest value still >= needed (holding the leader, if one
     is still to place), else the first domain."""

@@ -21,6 +21,8 @@ _NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r
 
 def go_quote(text: str) -> str:
     """``strconv.Quote``: double quotes, Go escapes, printable runes kept as they are."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'  # the common case (label keys, level names): nothing to escape
     out = ['"']
     for ch in text:
         code = ord(ch)
