@@ -31,6 +31,7 @@ from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
 from webhook.model.podrequests import pod_requests
 from webhook.model.quantity import format_quantity
 from webhook.model.scheduling import read_scheduling
+from webhook.model.workloads.native import GANG
 from webhook.state.cluster import ClusterState
 from webhook.wire.errors import InvalidObject
 
@@ -46,14 +47,63 @@ def decide_native(
         verdicts = tuple(_judge(g, state) for g in injected.subject.groups)
     except InvalidObject as exc:
         return _with(base, Reason.INVALID, False, message=str(exc))
-    base = replace(base, warnings=(*base.warnings, *injected.warnings), patch=injected.patch)
+    groups = injected.subject.groups
+    notes = list(injected.warnings)
+    if subject.kind == "Workload":
+        verdicts = _stamped_without_key(groups, verdicts, state, notes)
+    base = replace(base, warnings=(*base.warnings, *notes), patch=injected.patch)
     base = replace(base, pod_sets=verdicts, topology=None)
-    denials = [_never_text(v) for v in verdicts if v.never is not None and not v.never.fits]
+    short = [(g, g.supply) for g in groups if _short(g)]
+    denials = [_too_few_text(g) for g, supply in short if supply is not None and supply.certain]
+    denials += [
+        _never_text(v, g) for g, v in zip(groups, verdicts, strict=True) if v.never and not v.never.fits
+    ]
     if denials:
         return _with(base, Reason.NEVER_FITS, False, message=" ".join(denials))
     waits = tuple(_wait_text(v) for v in verdicts if not v.fits_now)
+    waits += tuple(_too_few_text(g) for g, supply in short if supply is not None and not supply.certain)
     reason = Reason.FITS if all_fit_now(verdicts) else Reason.WAITS
     return _with(base, reason, True, warnings=(*base.warnings, *waits))
+
+
+def _stamped_without_key(
+    groups: tuple[Group, ...], verdicts: tuple[PodSetVerdict, ...], state: ClusterState, notes: list[str]
+) -> tuple[PodSetVerdict, ...]:
+    """A Workload's templates as the PodGroups the scheduler reads may be: without the key.
+
+    The kube-scheduler reads only a PodGroup's own ``schedulingConstraints``; the Job controller,
+    the one stamper in v1.36.5, copies only ``schedulingPolicy`` into it, and a PodGroup written by
+    hand need not repeat the template's key. So a template that never fits one domain of its key
+    is no denial (its PodGroup is denied at its own CREATE if it carries the key): a warning with
+    the numbers, and the verdict the template's policy gets with no key at all.
+    """
+    out = []
+    for g, v in zip(groups, verdicts, strict=True):
+        if g.spec.key is None or v.never is None or v.never.fits:
+            out.append(v)
+            continue
+        notes.append(
+            f'pod group template "{g.spec.name}": even on the empty cluster {v.never.reason}, so a '
+            f'PodGroup stamped from it with topology key "{g.spec.key}" would never be scheduled; '
+            "the kube-scheduler reads the PodGroup's own constraints (the Job controller copies none)"
+        )
+        out.append(_judge(replace(g, spec=replace(g.spec, key=None)), state))
+    return tuple(out)
+
+
+def _short(g: Group) -> bool:
+    """A gang with fewer pods to come than its minCount: GangScheduling's PreEnqueue keeps every
+    one of them out of the scheduling queue until ``minCount`` exist, so none is ever tried."""
+    return g.spec.policy == GANG and g.supply is not None and g.supply.pods < g.spec.min_count
+
+
+def _too_few_text(g: Group) -> str:
+    assert g.supply is not None
+    head = f'pod group "{g.spec.name}" (gang minCount {g.spec.min_count})'
+    gate = f"the kube-scheduler tries none of its pods until {g.spec.min_count} exist"
+    if g.supply.certain:
+        return f"{head} can never be scheduled: {g.supply.what}, fewer than its minCount; {gate}."
+    return f"{head} waits for more pods: {g.supply.what}; {gate}"
 
 
 def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
@@ -86,7 +136,7 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
         requests=requests,
         request=request,
         injected=False,
-        now=_placement(g, now),
+        now=_placement(g, now, g.members.bound, domain),
         never=_placement(g, never),
         min_count=g.spec.min_count,
         native=_native_json(g, now),
@@ -96,13 +146,19 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
 def _queued_shapes(g: Group, state: ClusterState) -> tuple[Mapping[str, int], ...]:
     """Pods of several shapes, in the PodGroup cycle's order (priority, then creation: here the
     order seen); () when they are all of one shape, the fast path."""
-    if len(g.pod_specs) < 2 or len(g.pod_specs) != g.count:
+    if not _several_sizes(g):
         return ()
     shapes = [pod_requests(spec, g.spec_path) for spec in g.pod_specs]
-    if all(s == shapes[0] for s in shapes):
-        return ()
     order = sorted(range(len(shapes)), key=lambda i: -_priority(g.pod_specs[i], state))
     return tuple(shapes[i] for i in order)
+
+
+def _several_sizes(g: Group) -> bool:
+    """Every queued pod is known one by one, and they do not all ask for the same."""
+    if len(g.pod_specs) < 2 or len(g.pod_specs) != g.count:
+        return False
+    shapes = [pod_requests(spec, g.spec_path) for spec in g.pod_specs]
+    return any(shape != shapes[0] for shape in shapes)
 
 
 def _priority(spec: Mapping[str, Any], state: ClusterState) -> int:
@@ -121,7 +177,7 @@ def _bound_domain(g: Group, state: ClusterState) -> str | None:
     return bound_domain({n.name: n.labels for n in state.nodes}, g.spec.key, g.members.nodes)
 
 
-def _placement(g: Group, p: NativePlacement) -> Placement:
+def _placement(g: Group, p: NativePlacement, bound: int = 0, confined: str | None = None) -> Placement:
     levels = (g.spec.key,) if g.spec.key else ()
     best = max(p.domains, key=lambda d: d.capacity, default=None)
     row = LevelCapacity(
@@ -140,7 +196,7 @@ def _placement(g: Group, p: NativePlacement) -> Placement:
         name=g.spec.name,
         fits=p.fits,
         assignment=assignment,
-        reason="" if p.fits else _shortfall(g, p),
+        reason="" if p.fits else _shortfall(g, p, bound, confined),
         fit_count=best.capacity if best else 0,
         total_count=g.spec.min_count,
         levels=(row,),
@@ -148,19 +204,48 @@ def _placement(g: Group, p: NativePlacement) -> Placement:
     )
 
 
-def _shortfall(g: Group, p: NativePlacement) -> str:
+def _shortfall(g: Group, p: NativePlacement, bound: int, confined: str | None) -> str:
+    """Why no domain is feasible, in words that stay true when the best domain is big enough
+    and something else stops it (the bound pods' domain, the per-pod order of mixed shapes)."""
     where = f'one "{g.spec.key}" domain' if g.spec.key else "the cluster"
     most = max((d.capacity for d in p.domains), default=0)
     unlabelled = p.total_nodes - p.labelled_nodes
     note = f" ({unlabelled} of {p.total_nodes} nodes lack the label)" if g.spec.key and unlabelled else ""
-    return f"{where} holds at most {most} of the {g.spec.min_count} pods its gang needs{note}"
+    if not p.domains:
+        return f'no node carries the label "{g.spec.key}"{note}'
+    if g.spec.policy != GANG:
+        return f"{where} holds none of its pods{note}"
+    need = g.spec.min_count - bound
+    if confined is not None:
+        held = next((d.capacity for d in p.domains if d.value == confined), 0)
+        if confined == "" or held < need:
+            at = f'"{confined}"' if confined else "no single domain"
+            return (
+                f"its {_pods(bound)} already bound sit in {at}, which holds {held} of the {need} more needed"
+            )
+    if most < need:
+        more = " more" if bound else ""
+        return f"{where} holds at most {most}{more} of the {_pods(need)} its gang needs{note}"
+    return (
+        f"no {where.removeprefix('one ')} takes {_pods(need)} at once: the best holds {most} on its "
+        f"own, but not with the pods tried in the kube-scheduler's order{note}"
+    )
 
 
-def _never_text(v: PodSetVerdict) -> str:
+def _pods(n: int) -> str:
+    return f"{n} pod" if n == 1 else f"{n} pods"
+
+
+def _never_text(v: PodSetVerdict, g: Group) -> str:
     assert v.never is not None
     req = ", ".join(f"{r}: {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "no requests"
+    if _several_sizes(g):
+        req = f"{len(g.pod_specs)} pods of several sizes, tried in the kube-scheduler's order"
+    else:
+        req = f"per pod {req}"
+    policy = f"gang minCount {v.min_count}" if (v.native or {}).get("policy") == GANG else "basic"
     return (
-        f'pod group "{v.name}" (minCount {v.min_count}, per pod {req}) can never be scheduled: '
+        f'pod group "{v.name}" ({policy}, {req}) can never be scheduled: '
         f"even on the empty cluster {v.never.reason}; the kube-scheduler would leave it pending forever."
     )
 

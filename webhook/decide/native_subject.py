@@ -12,7 +12,7 @@ A Pod joins through ``spec.schedulingGroup``; a Job's own pods are judged with i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +30,18 @@ from webhook.model.workloads.native import (
 )
 from webhook.state.cluster import ClusterState
 from webhook.state.native import Members
+from webhook.wire.errors import InvalidObject
+
+
+@dataclass(frozen=True)
+class Supply:
+    """How many pods will ever join a group, as far as tasgate can tell: ``certain`` when they
+    come from a Job (its parallelism is all it keeps), not when more pods may still be created.
+    GangScheduling's PreEnqueue lets no pod of a gang into the queue until ``minCount`` exist."""
+
+    pods: int
+    certain: bool
+    what: str  # where the figure comes from, for messages
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,7 @@ class Group:
     source: str  # where the pods' requests come from, for messages
     members: Members = field(default_factory=Members)
     pod_specs: tuple[Mapping[str, Any], ...] = ()  # each queued pod's spec, when known one by one
+    supply: Supply | None = None  # the pods that will exist (None: not known)
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,9 @@ def _workload(wl: NativeObject, state: ClusterState) -> Subject:
     groups = []
     for g in wl.groups:
         if job is not None:
-            groups.append(_from_job(g, job, f"Job {job_name}"))
+            # The Job controller uses a Workload only when the Job controls it (ownerReference);
+            # one naming the Job in spec.controllerRef alone it skips ("not owned by this Job").
+            groups.append(_from_job(g, job, f"Job {job_name}", certain=wl.owner_job == job_name))
             continue
         stamped = _stamped(wl, g.name, state)
         if stamped is None:
@@ -93,18 +108,27 @@ def _stamped(wl: NativeObject, template: str, state: ClusterState) -> Group | No
             g = next(t for t in wl.groups if t.name == template)
             count = max(g.min_count - members.bound, members.pending)
             source = f'the pods of PodGroup "{name}"'
-            return Group(g, count, members.spec, "spec", source, members, members.specs)
+            supply = _seen(members, f'PodGroup "{name}"')
+            return Group(g, count, members.spec, "spec", source, members, members.specs, supply)
     return None
 
 
 def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
     g = pg.groups[0]
     members = state.native.members.get((pg.namespace, pg.name), Members())
+    naming = _jobs_naming(pg.namespace, pg.name, state)
     if members.spec is not None:
         count = max(g.min_count - members.bound, members.pending)
         source = f"its pods ({members.pending} pending)"
-        group = Group(g, count, members.spec, "spec", source, members, members.specs)
+        supply = _seen(members, "it")
+        if naming:
+            supply = _from_jobs(naming, members)
+        group = Group(g, count, members.spec, "spec", source, members, members.specs, supply)
         return Subject("PodGroup", (group,))
+    if naming:
+        first, maker = naming[0]
+        found = replace(_from_job(g, maker, f"Job {first}"), supply=_from_jobs(naming, members))
+        return Subject("PodGroup", (found,))
     job_name = pg.owner_job
     if job_name is None and pg.template_ref is not None:
         workload = state.native.workloads.get((pg.namespace, pg.template_ref[0]))
@@ -112,7 +136,8 @@ def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
             job_name = workload.controller[2]
     job = state.native.jobs.get((pg.namespace, job_name)) if job_name else None
     if job is not None:
-        return Subject("PodGroup", (_from_job(g, job, f"Job {job_name}"),))
+        certain = job_name == pg.owner_job  # else named only by its Workload's spec.controllerRef
+        return Subject("PodGroup", (_from_job(g, job, f"Job {job_name}", certain),))
     return Subject(
         "PodGroup", (Group(g, g.min_count, None, "", ""),), _no_pods("PodGroup", pg.name, job_name)
     )
@@ -148,17 +173,15 @@ def _job_group(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> S
         return Subject(
             "Job", (), f'PodGroup "{group}" is not in the state; the Job\'s pods wait until it exists'
         )
-    parallelism = spec.get("parallelism")
-    completions = spec.get("completions")
-    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        count = min(count, completions)
+    count = job_pods(obj)
     members = state.native.members.get((ns, group), Members())
     g = pg.groups[0]
+    name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
+    supply = _from_jobs(((name, obj),), members)
     found = Group(
         g, max(g.min_count - members.bound, count), pod_spec, "spec.template.spec", "its pod template"
     )
-    return Subject("Job", (replace(found, members=members),))
+    return Subject("Job", (replace(found, members=members, supply=supply),))
 
 
 def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
@@ -176,19 +199,71 @@ def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
     specs = members.specs if name in members.names else (*members.specs, spec)
     count = max(g.min_count - members.bound, len(specs))
-    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members, specs),))
+    supply = Supply(members.bound + len(specs), False, f"{_pods(members.bound + len(specs))} name it so far")
+    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members, specs, supply),))
 
 
-def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str) -> Group:
+def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str, certain: bool = True) -> Group:
     spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
     template = spec.get("template") if isinstance(spec, Mapping) else None
     pod_spec = template.get("spec") if isinstance(template, Mapping) else None
-    parallelism = spec.get("parallelism") if isinstance(spec, Mapping) else None
-    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    count = job_pods(job)
     path = "spec.template.spec"
+    name = str(metadata(job).get("name") or "")
+    supply = Supply(count, certain, f'Job "{name}" runs at most {_pods(count)} at once')
     return Group(
-        g, max(count, g.min_count), pod_spec if isinstance(pod_spec, Mapping) else None, path, source
+        g,
+        max(count, g.min_count),
+        pod_spec if isinstance(pod_spec, Mapping) else None,
+        path,
+        source,
+        supply=supply,
     )
+
+
+def job_pods(job: Mapping[str, Any]) -> int:
+    """The pods a new Job keeps at once: ``min(parallelism, completions)`` (parallelism defaults to 1)."""
+    spec = job.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    parallelism, completions = spec.get("parallelism"), spec.get("completions")
+    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        count = min(count, completions)
+    return count
+
+
+def _jobs_naming(namespace: str, group: str, state: ClusterState) -> list[tuple[str, Mapping[str, Any]]]:
+    """The Jobs of the state whose pod template names PodGroup ``group``: its pods come from them."""
+    found = []
+    for (ns, name), job in sorted(state.native.jobs.items()):
+        spec = job.get("spec")
+        template = spec.get("template") if isinstance(spec, Mapping) else None
+        if ns == namespace and isinstance(template, Mapping):
+            try:
+                if scheduling_group(template.get("spec")) == group:
+                    found.append((name, job))
+            except InvalidObject:
+                continue
+    return found
+
+
+def _from_jobs(jobs: Sequence[tuple[str, Mapping[str, Any]]], members: Members) -> Supply:
+    """The pods Jobs naming a group make: all it will get (its pods already there may be theirs)."""
+    made = sum(job_pods(job) for _, job in jobs)
+    names = ", ".join(f'"{name}"' for name, _ in jobs)
+    total = max(made, members.bound + members.pending)
+    label = "Job" if len(jobs) == 1 else "Jobs"
+    runs = "runs" if len(jobs) == 1 else "run"
+    return Supply(total, True, f"{label} {names} {runs} at most {_pods(total)} at once")
+
+
+def _seen(members: Members, where: str) -> Supply:
+    n = members.bound + members.pending
+    return Supply(n, False, f"{_pods(n)} name {where} so far")
+
+
+def _pods(n: int) -> str:
+    return f"{n} pod" if n == 1 else f"{n} pods"
 
 
 def _no_pods(kind: str, name: str, job: str | None) -> str:
