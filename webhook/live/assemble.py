@@ -17,7 +17,8 @@ from typing import Any
 from scorer import Cluster, Engine
 from scorer.model import Node
 from webhook.live import heap
-from webhook.live.usage import Assigned, SnapshotKey
+from webhook.live.rejections import Rejections
+from webhook.live.usage import Assigned, SnapshotKey, UsageBook
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.node_events import with_node_changes
 from webhook.state.quota_usage import QuotaCharge
@@ -56,6 +57,24 @@ class NodeEdit:
     rejected: tuple[Rejected, ...]
     rejections: int
     generation: int
+
+
+def node_edit(
+    state: ClusterState,
+    changed: Mapping[str, Node | None],
+    usage: UsageBook,
+    rejections: Rejections,
+    generation: int,
+) -> NodeEdit:
+    """What an edit of ``state`` reads: the changed nodes, the kept snapshots with their free
+    capacity now, usage (events from now on journaled), copied on the loop."""
+    ledgers = usage.ledgers
+    totals, assigned = usage.begin_rebuild()
+    return NodeEdit(
+        state, changed, {key: ledger.base for key, ledger in ledgers.items()},
+        {key: array("q", ledger.free) for key, ledger in ledgers.items()}, totals, assigned,
+        usage.charged, rejections.merged(state.rejected), rejections.version, generation,
+    )  # fmt: skip
 
 
 def assemble(inputs: Inputs | NodeEdit, defaults: DefaultLevels | None = None) -> ClusterState:

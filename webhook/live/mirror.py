@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from scorer import Engine
 from scorer.model import Node
 from webhook.live import heap
-from webhook.live.assemble import DefaultLevels, Inputs, NodeEdit
+from webhook.live.assemble import DefaultLevels, Inputs, NodeEdit, node_edit
 from webhook.live.assemble import assemble as _assemble
-from webhook.live.freshness import Freshness
 from webhook.live.holder import StateHolder
+from webhook.live.native import BOUND_PODS, NativeBook
+from webhook.live.native import KINDS as NATIVE_KINDS
 from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_found
+from webhook.live.publisher import Publisher
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, UsageBook
 from webhook.state.cluster import ClusterState
@@ -46,7 +47,7 @@ REBUILD_RETRY_SECONDS = 10.0  # a failed rebuild is tried again this long after,
 NODE_EDIT_LIMIT = 64
 
 
-class Mirror(Freshness):
+class Mirror(Publisher):
     """Parsed objects per kind; the single writer of the published state.
 
     Three kinds of change: *structure* (Kueue objects, namespaces, ..., any relist) rebuilds the
@@ -63,8 +64,10 @@ class Mirror(Freshness):
         engine: Engine | None = None,
         default_levels: DefaultLevels | None = None,
         settle_heap: bool = False,
+        native: NativeBook | None = None,
     ) -> None:
         self.holder = holder
+        self.native = native or NativeBook()  # the native gang kinds (`live.native`)
         self.settle_heap = settle_heap  # freeze the heap after the first sync (`live.heap`)
         self.engine = engine
         self.debounce = debounce
@@ -75,9 +78,6 @@ class Mirror(Freshness):
         self.rejections = Rejections()  # nodes, pods and Workloads that do not parse
         super().__init__(kinds)
         self.absent: set[str] = set()
-        self.dirty = asyncio.Event()
-        self.publishing = False
-        self.changed_while_publishing: float | None = None
         holder.confirmed = self.confirmed_at
         self.structure_changed = True
         self.node_changes: set[str] = set()  # nodes changed since the last state was made
@@ -97,11 +97,18 @@ class Mirror(Freshness):
     def commit(self, listing: Listing) -> None:
         """Swap in a complete list of one kind."""
         kind = listing.kind
+        if kind in NATIVE_KINDS:  # never a rebuild: swapped into the last state (`_with_native`)
+            self.native.commit(kind, listing.native)
+            self.rejections.replace(kind, listing.rejected)
+            self.healthy(kind)
+            self._changed()
+            return
         self.raw[kind] = listing.raw
         if kind == "nodes":
             self.nodes = listing.nodes
         elif kind == "pods":
             self.usage.replace(listing.pods)
+            self.native.commit(BOUND_PODS, listing.native)
         elif kind == "workloads":
             self.usage.replace_workloads(listing.workloads)
             self.usage.replace_charges(listing.charges)
@@ -117,9 +124,15 @@ class Mirror(Freshness):
         lookup and no new state; a pod that starts or ends moves its node's usage only. A node,
         pod or Workload that does not parse is left out and recorded (`_rejected`)."""
         key = key_of(obj)
+        if kind in NATIVE_KINDS:
+            changed, left_out = self.native.apply(kind, event, obj)
+            if self._rejected(kind, key, left_out) or changed:
+                self._changed()
+            return
         if kind == "pods":
             found = None if event == "DELETED" else pod_use(obj)
             changed = self.usage.set(key, None if isinstance(found, Rejected) else found)
+            changed = self.native.apply(BOUND_PODS, event, obj)[0] or changed
             if self._rejected(kind, key, found) or changed:
                 self._changed()
             return
@@ -154,6 +167,12 @@ class Mirror(Freshness):
         return self.rejections.set(kind, key, found if isinstance(found, Rejected) else None)
 
     def mark_absent(self, kind: str) -> None:
+        if kind in NATIVE_KINDS:
+            self.rejections.replace(kind, {})
+            if self.native.absent(kind):
+                self._changed()
+            self.connected(kind)
+            return
         if kind not in self.absent:
             log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
         self.absent.add(kind)
@@ -180,45 +199,6 @@ class Mirror(Freshness):
             nodes, *usage, others, self.generation, self.engine, frozenset(self.absent), *left_out,
             self.usage.charged,
         )  # fmt: skip
-
-    def _changed(self) -> None:
-        now = time.monotonic()
-        if self.pending_since is None:
-            self.pending_since = now
-        elif self.publishing and self.changed_while_publishing is None:
-            self.changed_while_publishing = now
-        self.dirty.set()
-
-    async def publish_forever(self) -> None:
-        """Publish after changes (debounced)."""
-        while True:
-            await self.dirty.wait()
-            if not self.ready:
-                await asyncio.sleep(0.1)  # the first full sync is not complete yet
-                continue
-            await asyncio.sleep(self.debounce)
-            self.dirty.clear()
-            await self.publish_once()
-
-    async def publish_once(self) -> None:
-        """Rebuild (off the loop) if the structure changed, else publish the current usage.
-
-        The published state counts as behind (``pending_since``) until a publish lands with every
-        change made before it began: a rebuild in flight, one that failed (retried after
-        `REBUILD_RETRY_SECONDS`) or a publish that raised leaves the oldest change pending.
-        """
-        self.publishing, self.changed_while_publishing = True, None
-        caught_up = False
-        try:
-            caught_up = await self._publish()
-        except BaseException:
-            self.dirty.set()  # whoever runs the publisher next starts with this work
-            raise
-        finally:
-            self.publishing = False
-            if caught_up:  # what changed since this publish began is still pending
-                self.pending_since = self.changed_while_publishing
-            self.changed_while_publishing = None
 
     async def _publish(self) -> bool:
         """Publish what the mirror holds; whether every change before this call is now in it.
@@ -255,6 +235,7 @@ class Mirror(Freshness):
             rejected = self.rejections.merged(state.rejected) if self.rejections.pending else None
             self.rejections.published = self.rejections.version
             state = self.usage.publish(state, self.generation, rejected)
+        state = self._with_native(state)
         if state is not self.state:
             first = self.state is None
             self.state = state
@@ -264,20 +245,21 @@ class Mirror(Freshness):
                 heap.settle()
         return caught_up
 
+    def _with_native(self, state: ClusterState) -> ClusterState:
+        """``state`` with the native objects kept now: a new generation sharing everything else
+        (its snapshots too: the native kinds change no node nor usage)."""
+        index = self.native.index()
+        if state.native is index:
+            return state
+        self.generation += 1
+        return replace(state, native=index, generation=self.generation)
+
     def _node_edit(self, state: ClusterState) -> NodeEdit:
-        """What an edit of the last state reads, copied on the loop: the changed nodes, the
-        kept snapshots with their free capacity now, usage (events from now on journaled)."""
+        """What an edit of the last state reads, copied on the loop (`assemble.node_edit`)."""
         names, self.node_changes = self.node_changes, set()
         changed = {name: found[1] if (found := self.nodes.get(name)) else None for name in names}
-        ledgers = self.usage.ledgers
-        usage, assigned = self.usage.begin_rebuild()
         self.generation += 1
-        return NodeEdit(
-            state, changed, {key: ledger.base for key, ledger in ledgers.items()},
-            {key: array("q", ledger.free) for key, ledger in ledgers.items()}, usage, assigned,
-            self.usage.charged, self.rejections.merged(state.rejected), self.rejections.version,
-            self.generation,
-        )  # fmt: skip
+        return node_edit(state, changed, self.usage, self.rejections, self.generation)
 
     def _defaults_missing(self, state: ClusterState) -> bool:
         """Whether the policy's default topology (after a reload, say) lacks a kept snapshot."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scorer.model import Node
+from webhook.live import native
 from webhook.live.usage import Assigned, Use
 from webhook.state.fields import metadata
 from webhook.state.nodes import parse_node, pod_usage
@@ -25,7 +26,7 @@ from webhook.wire.errors import InvalidObject
 # are served (PodGroups): their objects are never kept whole. Memory is then bound by nodes and
 # pods parsed, not by what the API server sends (a Pod object is kilobytes; its usage is a few
 # integers).
-NOT_KEPT = frozenset({"nodes", "pods", "workloads", "podgroups", "volcanopodgroups"})
+NOT_KEPT = frozenset({"nodes", "pods", "workloads", "podgroups", "volcanopodgroups", *native.KINDS})
 
 
 def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -56,8 +57,14 @@ class Listing:
         self.workloads: dict[str, Assigned] = {}  # only those that take something
         self.charges: dict[str, QuotaCharge] = {}  # their quota usage (`state.quota_usage`)
         self.rejected: dict[str, Rejected] = {}  # nodes, pods and Workloads that do not parse
+        self.native: dict[tuple[str, str], Any] = {}  # what the NativeBook keeps (`live.native`)
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
+        if self.kind in native.KINDS:
+            items_kept, left_out = native.kept_items(self.kind, items)
+            self.native.update(items_kept)
+            self.rejected.update(left_out)
+            return
         for obj in items:
             key = key_of(obj)
             kept = kept_of(self.kind, obj)
@@ -75,6 +82,9 @@ class Listing:
                     self.rejected[key] = use
                 elif use is not None:
                     self.pods[key] = use
+                pod = native.slim_pod(obj)
+                if pod is not None:
+                    self.native[native.key_of(obj)] = pod
             elif self.kind == "workloads":
                 found = workload_found(obj)
                 if isinstance(found, Rejected):

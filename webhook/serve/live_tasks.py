@@ -25,6 +25,8 @@ from webhook.live import heartbeat, leader, tracker, watch
 from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
 from webhook.live.mirror import Mirror
+from webhook.live.native import NativeBook
+from webhook.live.native_kinds import native_kinds
 from webhook.live.reconcile import Compute, NotReadyError, PodGroups, Reconciler
 from webhook.live.tracked import tracked_kinds
 from webhook.serve.keys import (
@@ -51,7 +53,8 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
         api = await api_client(source.kubeconfig)
         app[API] = api
         supervisor = app[SUPERVISOR]
-        kinds = watch.kinds()
+        book = NativeBook()  # the native v1.36 gang kinds, gated on the API being served
+        kinds = [*watch.kinds(), *native_kinds(book)]
         policy = app[POLICY]
         mirror = Mirror(
             app[STATE],
@@ -59,6 +62,7 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
             engine=engine,
             default_levels=lambda state: default_snapshot_levels(state, policy.current.default_topology),
             settle_heap=True,
+            native=book,
         )
         for kind in kinds:
             supervisor.spawn(

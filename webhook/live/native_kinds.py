@@ -1,0 +1,35 @@
+"""The Mirror's watches of the native v1.36 gang kinds (``live.native`` keeps what they deliver)."""
+
+from __future__ import annotations
+
+from kubernetes_asyncio import client
+
+from webhook.live.native import (
+    JOBS,
+    POD_GROUPS,
+    UNBOUND_PODS,
+    UNBOUND_SELECTOR,
+    WORKLOADS,
+    Lister,
+    NativeBook,
+)
+from webhook.live.watch import Kind, custom_lister
+from webhook.model.workloads.native import NATIVE_API
+
+
+def native_kinds(book: NativeBook) -> list[Kind]:
+    """The Mirror's extra watches for the native backend (``book`` gates Jobs and unbound pods)."""
+    group, version = NATIVE_API.split("/")
+
+    def core(api: client.ApiClient) -> Lister:
+        return client.CoreV1Api(api).list_pod_for_all_namespaces
+
+    def jobs(api: client.ApiClient) -> Lister:
+        return client.BatchV1Api(api).list_job_for_all_namespaces
+
+    return [
+        Kind(WORKLOADS, NATIVE_API, "Workload", custom_lister(group, version, "workloads"), True),
+        Kind(POD_GROUPS, NATIVE_API, "PodGroup", custom_lister(group, version, "podgroups"), True),
+        Kind(JOBS, "batch/v1", "Job", book.gated(jobs), True),
+        Kind(UNBOUND_PODS, "v1", "Pod", book.gated(core), True, kwargs={"field_selector": UNBOUND_SELECTOR}),
+    ]
