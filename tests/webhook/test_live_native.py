@@ -4,6 +4,7 @@ as ``tasgate check`` does on the equivalent dump — and never rebuild the state
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from webhook.decide.decision import decide
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
+from webhook.decide.review import Outcome
 from webhook.decide.verdicts import Review
 from webhook.live import native
 from webhook.live.holder import StateHolder
@@ -24,6 +26,7 @@ from webhook.live.mirror import Mirror
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
 from webhook.live.watch import kinds
+from webhook.serve.catch_up import judged_again
 from webhook.state.cluster import ClusterState, build_state
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "native"
@@ -201,3 +204,35 @@ def strip_status(obj: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     out.pop("status", None)
     return out
+
+
+async def test_a_review_judged_unknown_is_judged_again_on_the_next_state() -> None:
+    """The Job controller's Workload reviewed before the Job reached the state: the review waits
+    for the next publish and is judged on it (the real judge, on states with and without the Job)."""
+    objects = docs(FIXTURES / "job-gang.yaml")
+    job = next(o for o in objects if o["kind"] == "Job")
+    (wl,) = [strip_status(o) for o in objects if o["kind"] == "Workload"]
+    mirror = mirror_of(BASE)
+    holder = mirror.holder
+    before = await published(mirror)
+    holder.publish(before)
+
+    async def judge(state: ClusterState) -> Outcome:
+        d = decide(Review(wl, wl["metadata"]["namespace"]), state, Policy("test"))
+        return Outcome(d.allowed, d.reason, decision=d)
+
+    first = await judge(before)
+    assert first.reason is Reason.NATIVE_UNKNOWN
+
+    async def job_arrives() -> None:
+        await asyncio.sleep(0.1)
+        mirror.apply(native.JOBS, "ADDED", job)
+        await mirror.publish_once()
+
+    arrival = asyncio.create_task(job_arrives())
+    again = await judged_again(holder, before, first, judge, 9.0)
+    await arrival
+    assert again.reason is Reason.FITS and again.decision is not None
+    static = StateHolder()
+    static.publish(before)  # a static state is never waited on
+    assert await judged_again(static, before, first, judge, 9.0) is first

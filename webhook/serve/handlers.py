@@ -28,6 +28,7 @@ from webhook.live.reconcile import Intent
 from webhook.model.workloads.registry import ADAPTERS
 from webhook.serve import scale
 from webhook.serve.audit import audit_record
+from webhook.serve.catch_up import judged_again
 from webhook.serve.keys import (
     API,
     AUDIT,
@@ -187,9 +188,14 @@ async def _decide(
     executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
     mutating, policy = endpoint == "mutate", app[POLICY].current
     earlier = () if mutating else holder.earlier()
-    call = loop.run_in_executor(executor, judge, req, state, policy, mutating, earlier)
+    started = loop.time()
+
+    async def on(state: ClusterState) -> Outcome:
+        call = loop.run_in_executor(executor, judge, req, state, policy, mutating, earlier)
+        return await asyncio.wait_for(call, max(budget - (loop.time() - started), 0.001))
+
     try:
-        outcome = await asyncio.wait_for(call, budget)
+        outcome = await judged_again(holder, state, await on(state), on, budget)
     except TimeoutError:
         app[METRICS].errors.labels("timeout").inc()
         return unavailable(settings, f"decision overran {budget:.1f}s")
