@@ -184,6 +184,10 @@ class NativeCluster(Cluster):
             # v=2 logs one "Unable to schedule a pod group" / "Successfully scheduled a pod group"
             # line per PodGroup cycle: how the suite counts the cycles a never-fit group went through.
             "--v=2",
+            # scheduling_queue at 4 adds its "Status after running PreEnqueue plugin" line: a gang
+            # GangScheduling keeps out of the queue ("waiting for minCount pods ... to appear") gets
+            # no cycle, no condition and no event, and that line is the scheduler's only word on it.
+            "--vmodule=scheduling_queue=4",
             FEATURE_GATES_FLAG,
         ]
 

@@ -128,16 +128,19 @@ def policy(min_count: int | None) -> dict[str, Any]:
 
 
 def workload_and_group(
-    name: str, namespace: str, min_count: int | None, key: str | None
+    name: str, namespace: str, min_count: int | None, key: str | None, template_key: str | None = None
 ) -> list[dict[str, Any]]:
-    """A hand-written Workload with one podGroupTemplate and the PodGroup made from it."""
+    """A hand-written Workload with one podGroupTemplate and the PodGroup made from it; the
+    template's key is ``template_key`` if given, else ``key``, the PodGroup's (nothing copies it)."""
     template: dict[str, Any] = {"name": "workers", "schedulingPolicy": policy(min_count)}
     group_spec: dict[str, Any] = {
         "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}},
         "schedulingPolicy": policy(min_count),
     }
+    template_key = key if template_key is None else template_key
+    if template_key is not None:
+        template["schedulingConstraints"] = {"topology": [{"key": template_key}]}
     if key is not None:
-        template["schedulingConstraints"] = {"topology": [{"key": key}]}
         group_spec["schedulingConstraints"] = {"topology": [{"key": key}]}
     workload = {
         "apiVersion": SCHEDULING_API,
@@ -182,8 +185,10 @@ def hand_written(
     gpus: Shape | int | Sequence[Shape],
     min_count: int | None,
     key: str | None,
+    template_key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Pods, then the Workload and PodGroup they name: a native gang written by hand.
+    """Pods, then the Workload and PodGroup they name: a native gang written by hand (the
+    Workload's template with ``template_key`` when given, see ``workload_and_group``).
 
     The pods go first on purpose. GangScheduling lets a gang into a PodGroup cycle as soon as
     ``minCount`` of its pods exist, so with ``minCount`` below the count and the PodGroup created
@@ -192,7 +197,8 @@ def hand_written(
     rack exactly holding 3). Until its PodGroup exists no pod is tried ("waiting for pods's pod
     group ... to appear"), so this order shows the scheduler the whole group in its first cycle.
     """
-    return [*group_pods(name, namespace, pods, gpus), *workload_and_group(name, namespace, min_count, key)]
+    group = workload_and_group(name, namespace, min_count, key, template_key)
+    return [*group_pods(name, namespace, pods, gpus), *group]
 
 
 def job_in_group(

@@ -15,7 +15,10 @@ group is observed, never assumed:
   equal domains the scheduler takes is its random tie-break);
 - **never**: the group stays ``Unschedulable`` through ``NEVER_CYCLES`` more PodGroup cycles on the
   empty cluster (the scheduler's own count, its ``--v=2`` log, from the moment a sentinel pod shows
-  its cache has seen the deletions): tasgate must say ``denied``.
+  its cache has seen the deletions), or, for a gang short of pods, GangScheduling's PreEnqueue
+  keeps every pod out of the queue (its ``scheduling_queue`` log line per pod: no cycle, no
+  condition) and nothing changes for ``GATED_WATCH_SECONDS`` on the empty cluster: tasgate must
+  say ``denied``. Which of a row's documents gives tasgate's verdict: e2e/native_verdict.py.
 
 A row whose scheduler fate is not the one it was written for fails too (it would not test what
 its name says), and so does a denial of a group the scheduler places (a false denial).
@@ -23,9 +26,8 @@ its name says), and so does a denial of a group the scheduler places (a false de
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,16 +38,18 @@ import yaml
 
 from e2e.kueue_scenario import BLOCK, RACK
 from e2e.native_scenario import Shape, bound_pod, group_name, hand_written, indexed_job, job_in_group
+from e2e.native_verdict import JUDGED, Verdict, finish_check, start_check, verdict
 from e2e.native_world import NativeWorld, Settled, pod_scheduled_condition, wait_until
-from e2e.serving import TASGATE
 
 NAMESPACE = "table"
 ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
 NEVER_CYCLES = 3
 FITS, WAITS, NEVER, ERROR = "fits", "waits", "never", "error"
 EXPECTED_OUTCOME = {FITS: "admitted", WAITS: "waits", NEVER: "denied"}
-GROUP_KINDS = ("Job", "Workload", "PodGroup")
-JUDGED = ("admitted", "waits", "denied")
+DECIDE_TIMEOUT = 120.0
+# A gang GangScheduling keeps out of the queue is retried on no event the row causes; after the
+# cluster is freed it is watched this long (many times the 1 s backoff) for any cycle or binding.
+GATED_WATCH_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,21 @@ def mixed_rack_row(name: str, intent: str, shapes: Sequence[Shape]) -> Row:
     return Row(name, intent, lambda ns: hand_written(name, ns, pods, shapes, pods, RACK), pods, pods, RACK)
 
 
-def job_group_row(name: str, intent: str, pods: int, gpus: int, key: str) -> Row:
-    return Row(name, intent, lambda ns: job_in_group(name, ns, pods, gpus, pods, key), pods, pods, key)
+def job_group_row(
+    name: str, intent: str, pods: int, gpus: int, key: str, min_count: int | None = None
+) -> Row:
+    """An Indexed Job of ``pods`` whose pods join a hand-written PodGroup (gang ``min_count``,
+    default ``pods``). With ``min_count`` above ``pods`` the gang is short of pods for ever."""
+    m = pods if min_count is None else min_count
+    return Row(name, intent, lambda ns: job_in_group(name, ns, pods, gpus, m, key), pods, m, key)
+
+
+def template_key_only_row(name: str, pods: int, gpus: int) -> Row:
+    """A Workload whose template asks for one rack, and the PodGroup stamped from it without the
+    key: the scheduler reads the PodGroup, so ``pods`` too many for a rack still bind (the row's
+    key is the PodGroup's: none)."""
+    objects = lambda ns: hand_written(name, ns, pods, gpus, pods, None, template_key=RACK)  # noqa: E731
+    return Row(name, FITS, objects, pods, pods, None)
 
 
 # Free now: racks r0 16 (hosts 0/8/8), r1 20 (4/8/8), r2 12 (0/4/8), r3 22 (6/8/8); blocks b0 36,
@@ -136,6 +153,12 @@ ROWS: tuple[Row, ...] = (
     # and no host keeps 8 free, in every rack, even empty: it never fits, though a packing exists.
     mixed_rack_row("rack-mixed-8-first", FITS, [Shape(8, priority_class="first"), *[Shape(4)] * 3]),
     mixed_rack_row("rack-mixed-8-last", NEVER, [*[Shape(4)] * 3, Shape(8, priority_class="last")]),
+    # The template says rack, its PodGroup nothing: 7 × 4 GPUs never fit a rack (24), but bind
+    # across racks. A denial of the Workload would stop a group that runs (PodGroupWorkloadExists).
+    template_key_only_row("template-rack-7x4-group-keyless", 7, 4),
+    # A Job of 4 pods joining a PodGroup of minCount 5: GangScheduling's PreEnqueue keeps all 4 out
+    # of the queue until 5 exist, and the Job never makes a fifth.
+    job_group_row("job-4-in-min5-group", NEVER, 4, 4, RACK, min_count=5),
 )
 
 
@@ -146,88 +169,6 @@ def selected_rows() -> tuple[Row, ...]:
     if unknown:
         raise ValueError(f"{ROWS_ENV} names no row {sorted(unknown)}")
     return tuple(row for row in ROWS if not names or row.name in names)
-
-
-# --- tasgate's side -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What ``tasgate check -o json`` said about a row's manifest."""
-
-    outcome: str
-    detail: str
-    now: dict[str, int] | None = None  # pods per domain of the row's key, as tasgate placed them now
-    when_empty: dict[str, int] | None = None
-
-
-def start_check(manifest: Path, state: Path) -> subprocess.Popen[str]:
-    """``tasgate check -o json`` on ``manifest`` against the dump, in the background: it reads only
-    the files, so it runs while the row is submitted and watched."""
-    argv = [str(TASGATE), "check", "-f", str(manifest), "--state", str(state), "-o", "json"]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish_check(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=120)
-    if proc.returncode not in (0, 1):
-        raise AssertionError(f"tasgate check ({proc.args!r}) exited {proc.returncode}:\n{err[-3000:]}")
-    return dict(json.loads(out))
-
-
-def verdict(report: Mapping[str, Any], key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> Verdict:
-    """The row's verdict: the one judged result among its Job/Workload/PodGroup documents.
-
-    Pods of a hand-written group are not judged on their own. Several judged documents must agree
-    (a Workload admitted and its PodGroup denied is no verdict).
-    """
-    results = [r for r in report.get("results") or () if r.get("kind") in GROUP_KINDS]
-    judged = [r for r in results if r.get("outcome") in JUDGED]
-    if not judged:
-        first = results[0] if results else {"outcome": "no result", "reason": ""}
-        return Verdict(str(first.get("outcome")), str(first.get("reason") or first.get("message") or ""))
-    outcomes = sorted({str(r["outcome"]) for r in judged})
-    if len(outcomes) > 1:
-        mixed = ", ".join(f"{r['kind']} {r['outcome']}" for r in judged)
-        return Verdict("conflict", mixed)
-    chosen = next((r for r in judged if r.get("podSets")), judged[0])
-    podsets = chosen.get("podSets") or []
-    return Verdict(
-        outcomes[0],
-        str(chosen.get("reason") or ""),
-        placement(podsets, "now", key, hosts),
-        placement(podsets, "whenEmpty", key, hosts),
-    )
-
-
-def placement(
-    podsets: Sequence[Mapping[str, Any]], which: str, key: str | None, hosts: Mapping[str, Mapping[str, str]]
-) -> dict[str, int] | None:
-    """Pods per domain of ``key`` (``*`` for a keyless row) in tasgate's ``which`` assignment."""
-    total: Counter[str] = Counter()
-    for podset in podsets:
-        mode = podset.get(which) or {}
-        levels = list(mode.get("assignmentLevels") or ())
-        assignment = mode.get("assignment")
-        if not assignment:
-            continue
-        for domain in assignment:
-            total[domain_of(domain.get("values") or [], levels, key, hosts)] += int(domain.get("count", 0))
-    return dict(total) if total else None
-
-
-def domain_of(
-    values: Sequence[str], levels: Sequence[str], key: str | None, hosts: Mapping[str, Mapping[str, str]]
-) -> str:
-    """The value of ``key`` for one assignment entry: read directly, or through its host's labels."""
-    if key is None:
-        return "*"
-    if key in levels and levels.index(key) < len(values):
-        return str(values[levels.index(key)])
-    host_level = "kubernetes.io/hostname"
-    if host_level in levels and levels.index(host_level) < len(values):
-        return str(hosts.get(values[levels.index(host_level)], {}).get(key, "?"))
-    return "?"
 
 
 # --- the scheduler's side -----------------------------------------------------------------------
@@ -242,6 +183,7 @@ class Fate:
     placed: dict[str, int] = field(default_factory=dict)  # bound pods per domain of the key
     condition: dict[str, Any] | None = None  # the PodGroup's PodGroupScheduled
     pod_conditions: list[str] = field(default_factory=list)  # distinct PodScheduled=False texts
+    gated: bool = False  # never: GangScheduling kept every pod out of the queue (no cycle at all)
 
 
 def per_domain(settled: Settled, key: str | None, hosts: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
@@ -259,32 +201,49 @@ def describe(settled: Settled, row: Row) -> str:
     return "bound" if n == row.pods else f"started {n}/{row.pods}"
 
 
-def decide(world: NativeWorld, row: Row, group: str, since: int, what: str) -> Settled:
+def decide(world: NativeWorld, row: Row, group: str, since: int, what: str) -> tuple[Settled, bool]:
     """Until the group has started, or the scheduler ran ``NEVER_CYCLES`` more unschedulable
-    cycles on it after its ``since``-th: one failed cycle alone is no verdict (a first cycle can
-    run before every pod of the group is in the scheduler's active queue)."""
-    later: list[Settled] = []
+    cycles on it after its ``since``-th (one failed cycle alone is no verdict: a first cycle can
+    run before every pod of the group is in the scheduler's active queue), or every pod of it is
+    gated (True: no cycle ever runs, see ``gated``)."""
+    later: list[tuple[Settled, bool]] = []
 
     def decided() -> bool:
-        state = world.settle(NAMESPACE, group, row.pods)
-        later[:] = [state]
-        return started(state, row) or world.cycles(NAMESPACE, group) >= since + NEVER_CYCLES
+        state, settled = world.now(NAMESPACE, group, row.pods)
+        shut_out = gated(world, state, row)
+        later[:] = [(state, shut_out)]
+        if shut_out:
+            return True
+        return settled and (started(state, row) or world.cycles(NAMESPACE, group) >= since + NEVER_CYCLES)
 
-    wait_until(f"{group} started or {NEVER_CYCLES} more cycles {what}", decided)
+    wait_until(f"{group} started or {NEVER_CYCLES} more cycles {what}", decided, DECIDE_TIMEOUT)
     return later[0]
+
+
+def gated(world: NativeWorld, state: Settled, row: Row) -> bool:
+    """Every one of the row's pods exists, none is bound or was ever tried (no PodScheduled
+    condition), the PodGroup has no condition, and the scheduler logged GangScheduling's PreEnqueue
+    keeping each out of the queue for want of ``minCount`` pods."""
+    names = [p["metadata"]["name"] for p in state.pods]
+    untried = all(pod_scheduled_condition(p) is None and not p["spec"].get("nodeName") for p in state.pods)
+    if len(names) != row.pods or not untried or state.condition is not None:
+        return False
+    return world.gated(NAMESPACE, names) == set(names)
 
 
 def observe(world: NativeWorld, row: Row, group: str) -> Fate:
     """The scheduler's fate for the row (see the module docstring); leaves the blockers deleted
     when it had to free the cluster."""
     hosts = world.node_labels
-    now = decide(world, row, group, 0, "now")
+    now, shut_out = decide(world, row, group, 0, "now")
     if started(now, row):
         return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
     world.free_blockers()
     world.sync_scheduler(NAMESPACE)  # cycles from here on see the freed cluster
+    if shut_out:
+        return watch_gated(world, row, group)
     before = world.cycles(NAMESPACE, group)
-    last = decide(world, row, group, before, "on the empty cluster")
+    last, _ = decide(world, row, group, before, "on the empty cluster")
     if started(last, row):
         return Fate(
             WAITS, "waited, then " + describe(last, row), per_domain(last, row.key, hosts), last.condition
@@ -296,6 +255,20 @@ def observe(world: NativeWorld, row: Row, group: str) -> Fate:
     )
     placed = per_domain(last, row.key, hosts)
     return Fate(NEVER, f"never ({reason}, {cycles} cycles empty)", placed, last.condition, texts)
+
+
+def watch_gated(world: NativeWorld, row: Row, group: str) -> Fate:
+    """A gated group on the empty cluster: never, if it stays untried through the watch."""
+    time.sleep(GATED_WATCH_SECONDS)
+    last, _ = world.now(NAMESPACE, group, row.pods)
+    if started(last, row):
+        return Fate(
+            WAITS, "waited, then " + describe(last, row), per_domain(last, row.key, world.node_labels)
+        )
+    if not gated(world, last, row) or world.cycles(NAMESPACE, group):
+        return Fate(ERROR, f"error: a gated group changed on the empty cluster: {last.condition}")
+    text = f"never (gated: {row.pods} pods, minCount {row.min_count}; {GATED_WATCH_SECONDS:g}s empty)"
+    return Fate(NEVER, text, gated=True)
 
 
 # --- a row end to end ---------------------------------------------------------------------------
@@ -347,7 +320,7 @@ def compare(row: Row, said: Verdict, fate: Fate) -> tuple[str, list[str]]:
         false_denial = said.outcome == "denied" and fate.kind != NEVER
         label = "FALSE DENIAL" if false_denial else "verdict"
         problems.append(f"{label}: tasgate {said.outcome} ({said.detail}), the scheduler {fate.text}")
-    if fate.kind == NEVER and (fate.condition or {}).get("reason") != "Unschedulable":
+    if fate.kind == NEVER and not fate.gated and (fate.condition or {}).get("reason") != "Unschedulable":
         problems.append(
             f"a never-fit group without the scheduler's Unschedulable condition: {fate.condition}"
         )
@@ -376,15 +349,19 @@ def placement_agreement(row: Row, said: Verdict, fate: Fate) -> str:
 
 def table(outcomes: Sequence[Outcome]) -> str:
     """One line per row: name, tasgate's verdict, the scheduler's result, placement agreement."""
-    lines = [f"{'workload':<24} {'tasgate':<28} {'scheduler':<42} placement", "-" * 114]
+    lines = [f"{'workload':<32} {'tasgate':<28} {'scheduler':<42} placement", "-" * 122]
     for o in outcomes:
         said = o.verdict.outcome + (f" ({o.verdict.detail})" if o.verdict.outcome not in JUDGED else "")
         where = " ".join(f"{d}:{n}" for d, n in sorted(o.fate.placed.items()))
         column = f"{o.placement} ({where})" if o.placement == "agree" and where else o.placement
-        lines.append(f"{o.row.name:<24} {said[:28]:<28} {o.fate.text[:42]:<42} {column}")
+        lines.append(f"{o.row.name:<32} {said[:28]:<28} {o.fate.text[:42]:<42} {column}")
     lines.append("never-fits as the scheduler left them (PodGroupScheduled; the pods' PodScheduled=False):")
     for o in outcomes:
-        if o.fate.kind == NEVER:
+        if o.fate.kind == NEVER and o.fate.gated:
+            lines.append(
+                f"  {o.row.name}: no condition, no pod tried: GangScheduling PreEnqueue, {o.fate.text}"
+            )
+        elif o.fate.kind == NEVER:
             c = o.fate.condition or {}
             lines.append(f"  {o.row.name}: {c.get('status')} {c.get('reason')}: {c.get('message')}")
             lines.extend(f"    pod {text}" for text in o.fate.pod_conditions)

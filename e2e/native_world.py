@@ -207,17 +207,22 @@ class NativeWorld:
             if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == group
         ]
 
+    def now(self, namespace: str, group: str, count: int) -> tuple[Settled, bool]:
+        """The group as it is, and whether it is settled (see ``settle``), without waiting."""
+        pods = self.group_pods(namespace, group)
+        state = Settled(self.pod_group(namespace, group), pods)
+        done = len(pods) == count and all(bound(p) or refused(p) for p in pods)
+        return state, state.condition is not None and done
+
     def settle(self, namespace: str, group: str, count: int, timeout: float = SETTLE_TIMEOUT) -> Settled:
         """Until the scheduler wrote the group's PodGroupScheduled condition and every one of its
         ``count`` pods is either bound or marked unschedulable by it."""
         seen: list[Settled] = []
 
         def settled() -> bool:
-            pods = self.group_pods(namespace, group)
-            state = Settled(self.pod_group(namespace, group), pods)
+            state, done = self.now(namespace, group, count)
             seen[:] = [state]
-            done = len(pods) == count and all(bound(p) or refused(p) for p in pods)
-            return state.condition is not None and done
+            return done
 
         try:
             wait_until(f"PodGroup {namespace}/{group} settled", settled, timeout)
@@ -226,6 +231,18 @@ class NativeWorld:
             detail = f"condition {last.condition}, bound {last.bound_nodes}" if last else "nothing yet"
             raise AssertionError(f"{exc}; {detail}") from None
         return seen[0]
+
+    def gated(self, namespace: str, pods: Iterable[str]) -> set[str]:
+        """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue because
+        fewer than ``minCount`` pods of their gang exist (its ``--vmodule=scheduling_queue=4`` line)."""
+        wanted = set(pods)
+        pattern = re.compile(
+            r'"Status after running PreEnqueue plugin" pod="' + re.escape(namespace) + r'/([^"]+)"'
+            r'.*plugin="GangScheduling".*waiting for minCount pods'
+        )
+        text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        found = {m.group(1) for m in map(pattern.search, text.splitlines()) if m}
+        return found & wanted
 
     def cycles(self, namespace: str, group: str) -> int:
         """How many PodGroup cycles the scheduler ran on ``group`` and logged as unschedulable."""

@@ -11,7 +11,8 @@ from typing import Any
 
 from e2e.kueue_scenario import RACK
 from e2e.native_scenario import nodes
-from e2e.native_table import FITS, NEVER, WAITS, Fate, Row, compare, group_row, verdict
+from e2e.native_table import FITS, NEVER, WAITS, Fate, Row, compare, group_row, job_group_row
+from e2e.native_verdict import verdict
 
 HOSTS = nodes()
 ROW = group_row("rack-4x4", FITS, 4, 4, 4, RACK)
@@ -86,11 +87,41 @@ def test_a_row_whose_scheduler_fate_is_not_its_intent_fails() -> None:
     assert any("written for never" in p for p in problems)
 
 
-def test_documents_that_disagree_are_no_verdict() -> None:
+def test_a_denial_of_any_document_is_the_rows_verdict() -> None:
+    """A denied Workload stops its PodGroups too (PodGroupWorkloadExists): the group never runs."""
     mixed = {
         "results": [{"kind": "Workload", "outcome": "admitted"}, {"kind": "PodGroup", "outcome": "denied"}]
     }
-    assert verdict(mixed, RACK, HOSTS).outcome == "conflict"
+    assert verdict(mixed, RACK, HOSTS).outcome == "denied"
+    workload_denied = {
+        "results": [{"kind": "Workload", "outcome": "denied"}, {"kind": "PodGroup", "outcome": "admitted"}]
+    }
+    said = verdict(workload_denied, RACK, HOSTS)
+    _, problems = compare(ROW, said, Fate(FITS, "bound", {"r0": 4}))
+    assert any(p.startswith("FALSE DENIAL") for p in problems)
+
+
+def test_the_pod_group_the_scheduler_reads_decides_among_admissions() -> None:
+    """A Workload whose template key must wait, its PodGroup (no key) admitted: the PodGroup's."""
+    report = {
+        "results": [
+            {"kind": "Workload", "outcome": "waits", "podSets": []},
+            {"kind": "PodGroup", "outcome": "admitted", "podSets": [{"now": rack_placement(("r0", 4))}]},
+        ]
+    }
+    said = verdict(report, RACK, HOSTS)
+    assert said.outcome == "admitted" and said.now == {"r0": 4} and "Workload waits" in said.others
+
+
+def test_a_gated_never_needs_no_unschedulable_condition() -> None:
+    """GangScheduling's PreEnqueue keeps a gang short of pods out of the queue: no cycle, no
+    condition. A gated fate stands for the condition; an ungated never without it still fails."""
+    row = job_group_row("job-4-in-min5-group", NEVER, 4, 4, RACK, min_count=5)
+    said = verdict(report("denied", kind="Job"), RACK, HOSTS)
+    assert compare(row, said, Fate(NEVER, "never (gated)", gated=True)) == ("n/a", [])
+    assert compare(row, said, Fate(NEVER, "never", {}, None))[1]
+    admitted = verdict(report("admitted", kind="Job"), RACK, HOSTS)
+    assert compare(row, admitted, Fate(NEVER, "never (gated)", gated=True))[1]
 
 
 def test_a_row_the_harness_could_not_decide_fails() -> None:
