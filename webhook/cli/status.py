@@ -23,19 +23,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+from kubernetes_asyncio import client
 
 from webhook.cli.options import add_kubeconfig_arguments, add_policy_argument
 from webhook.cli.sources import list_kinds, state_for
 from webhook.files.kubeconfig import default_kubeconfig
 from webhook.files.policy import load_policy
+from webhook.live.native import slim_pod
 from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
+from webhook.live.watch import Kind
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
 from webhook.track.classify import State
 from webhook.track.ledger import Ledger, Tracked
 from webhook.track.quality import placement, topology_levels
+from webhook.track.records import WorkloadRecord, parse_pod
 
+NATIVE_PODS = "native-pods"  # every pod, of which those naming a native PodGroup are kept
 COLUMNS = ("NAMESPACE", "NAME", "KIND", "QUEUE", "STATE", "REASON", "AGE")
 REJECTED_COLUMNS = ("KIND", "NAMESPACE/NAME", "REASON")
 
@@ -62,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
     objects = asyncio.run(_list_tracked(kubeconfig, args.context))
     ledger = Ledger()
     for kind, items in objects.items():
-        ledger.replace(kind, items)
+        if kind == NATIVE_PODS:  # the pods naming a native PodGroup (`track.native`)
+            ledger.native_pods = {r.key: r for r in (parse_pod(p) for p in items if slim_pod(p))}
+        else:
+            ledger.replace(kind, items)
     ledger.assess_queued(state, policy)
     now = time.time()
     tracked = [
@@ -94,7 +102,7 @@ def item(t: Tracked, state: ClusterState, now: float) -> dict[str, Any]:
     return {
         "namespace": wl.namespace,
         "name": wl.owner.name if wl.owner else wl.name,
-        "kind": wl.owner.kind if wl.owner else "Workload",
+        "kind": kind_of(wl),
         "uid": wl.owner.uid if wl.owner else wl.uid,
         "workload": wl.name,
         "queue": wl.queue,
@@ -112,6 +120,13 @@ def item(t: Tracked, state: ClusterState, now: float) -> dict[str, Any]:
         },
         "podGroup": None if t.gang.group is None else t.gang.group.name,
     }
+
+
+def kind_of(wl: WorkloadRecord) -> str:
+    """What the user applied: the owner's kind, else the Workload (or native PodGroup) itself."""
+    if wl.owner:
+        return wl.owner.kind
+    return "PodGroup" if wl.native else "Workload"
 
 
 def domains_of(tracked: Sequence[Tracked], state: ClusterState) -> dict[tuple[str, str], str]:
@@ -139,7 +154,7 @@ def table(
         row = (
             wl.namespace,
             wl.owner.name if wl.owner else wl.name,
-            wl.owner.kind if wl.owner else "Workload",
+            kind_of(wl),
             wl.queue or "<none>",
             t.status.state.value,
             t.status.reason,
@@ -186,8 +201,9 @@ def age(seconds: float | None) -> str:
 
 async def _list_tracked(kubeconfig: str, context: str | None) -> dict[str, list[Mapping[str, Any]]]:
     """The tracked kinds' objects by ledger table (a CRD that is not installed: none)."""
-    found, _ = await list_kinds(kubeconfig, context, tracked_kinds())
-    out: dict[str, list[Mapping[str, Any]]] = {}
+    pods = Kind(NATIVE_PODS, "v1", "Pod", lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces)
+    found, _ = await list_kinds(kubeconfig, context, [*tracked_kinds(), pods])
+    out: dict[str, list[Mapping[str, Any]]] = {NATIVE_PODS: found.get(NATIVE_PODS, [])}
     for kind in tracked_kinds():
         out[ledger_table(kind.name)] = found.get(kind.name, [])
     return out

@@ -12,10 +12,13 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
+from webhook.model.workloads.native import NATIVE_API
 from webhook.track.records import PODSET_LABEL
 
 WORKLOADS, GANG_PODS = "workloads", "gang-pods"
 GANG_PODGROUPS, GANG_VOLCANO_PODGROUPS = "gang-podgroups", "gang-volcanopodgroups"
+# Native v1.36 PodGroups (their pods come from the Mirror's own watches: ``live.native``).
+GANG_NATIVE_PODGROUPS = "gang-nativepodgroups"
 WORKLOAD_API = f"{KUEUE}/v1beta2"
 
 
@@ -44,6 +47,13 @@ def tracked_kinds() -> list[Kind]:
             custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
             True,
         ),
+        Kind(
+            GANG_NATIVE_PODGROUPS,
+            NATIVE_API,
+            "PodGroup",
+            custom("scheduling.k8s.io", "v1alpha2", "podgroups"),
+            True,
+        ),
     ]
 
 
@@ -53,4 +63,6 @@ def ledger_table(kind: str) -> str:
         return "workloads"
     if kind == GANG_PODS:
         return "pods"
+    if kind == GANG_NATIVE_PODGROUPS:
+        return "nativepodgroups"
     return "volcanopodgroups" if kind == GANG_VOLCANO_PODGROUPS else "podgroups"

@@ -21,54 +21,30 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-from kubernetes_asyncio import client
 
 from webhook.decide.policy import Policy
 from webhook.live.events import EventRecorder, GangEvent, ObjectRef
 from webhook.live.holder import StateHolder
-from webhook.live.tracked import WORKLOAD_API, ledger_table, tracked_kinds
-from webhook.live.watch import Collected, WatchSettings, run_kind
+from webhook.live.native_track import NativePredictions
+from webhook.live.tracked import WORKLOAD_API, ledger_table
+from webhook.live.tracker_parts import PodPages, Row, cluster_queue_of, run_jobs
+from webhook.live.watch import Collected
+from webhook.model.workloads.native import NATIVE_API
 from webhook.state.cluster import ClusterState
 from webhook.track.classify import State
 from webhook.track.compare import Comparison, compare
 from webhook.track.ledger import Job, Key, Ledger, Tracked
+from webhook.track.native import as_workload
 from webhook.track.observe import Observation, Observer
 from webhook.track.quality import Placement
-from webhook.track.records import PodRecord, WorkloadRecord, parse_pod
+from webhook.track.records import PodRecord, WorkloadRecord
+
+__all__ = ["Row", "Tracker", "cluster_queue_of"]
 
 log = logging.getLogger("tasgate.track")
 EVENT_STATES = {State.PARTIAL_START, State.NEVER_FITS}
-
-
-@dataclass(frozen=True)
-class Row:
-    """One current gang as the lifecycle metrics label it."""
-
-    namespace: str
-    name: str  # the owner the user applied (the Workload's name when it has none)
-    uid: str
-    workload: str
-    cluster_queue: str
-    state: str
-    seconds: float
-
-
-class PodPages:
-    """The tracked pods' list as it arrives: each page parsed into `PodRecord`s at once, so a
-    100,000-pod list never sits in memory as objects."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.pods: dict[Key, PodRecord] = {}
-
-    def add(self, items: Iterable[Mapping[str, Any]]) -> None:
-        for obj in items:
-            record = parse_pod(obj)
-            self.pods[record.key] = record
 
 
 class Tracker:
@@ -81,6 +57,7 @@ class Tracker:
         interval: float = 1.0,
         clock: Callable[[], float] = time.time,
         observed: Callable[[Observation, str], None] = lambda seen, cluster_queue: None,
+        native_pods: Callable[[], Mapping[Key, PodRecord]] = dict,
     ) -> None:
         self.holder, self.policy, self.events, self.predicted = holder, policy, events, predicted
         self.interval, self.clock = interval, clock
@@ -90,6 +67,7 @@ class Tracker:
         self.current: list[Tracked] = []
         self.dirty = asyncio.Event()
         self.observed, self.observer = observed, Observer()
+        self.native_pods, self.native = native_pods, NativePredictions()  # `live.native_track`
 
     # -- the watch Sink --
 
@@ -119,6 +97,8 @@ class Tracker:
         table = ledger_table(kind)
         if table == "workloads":
             self._workload(event, obj)
+        elif table == "nativepodgroups":
+            self._native_group(event, obj)
         elif table == "pods":
             self.ledger.drop_pod(obj) if event == "DELETED" else self.ledger.put_pod(obj)
         elif event == "DELETED":
@@ -153,6 +133,21 @@ class Tracker:
         elif record.admission is not None and key not in dict(self.admissions):
             self.ledger.forget_spec(key)
 
+    def _native_group(self, event: str, obj: Mapping[str, Any]) -> None:
+        """A native PodGroup; when the scheduler placed it, the prediction made while it was
+        queued goes to the comparison (none for a group first seen already placed)."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if event == "DELETED":
+            self.ledger.drop_native(key)
+            self.native.forget(key)
+            return
+        before, record = self.ledger.put_native(obj)
+        if record.scheduled and (before is None or not before.scheduled):
+            if before is not None:
+                self.native.scheduled(key, self.ledger.assessments.get(key))
+            self.ledger.forget_spec(key)
+
     # -- the loop --
 
     async def run(self) -> None:
@@ -167,13 +162,16 @@ class Tracker:
 
     async def step(self) -> None:
         policy, state = self.policy(), self.holder.current
+        self.ledger.native_pods = self.native_pods()
         if state is not None:
             jobs = self.ledger.stale(state.generation)
             if jobs:
-                found = await asyncio.to_thread(_run_jobs, jobs, state, policy)
+                found = await asyncio.to_thread(run_jobs, jobs, state, policy)
                 for key, assessment in found:
                     self.ledger.store(key, assessment)
         await self._compare_admissions(policy)
+        for compared in await self.native.round(self.ledger, self.holder):
+            self._compared(compared.group.key, compared.comparison)
         await self._classify(policy)
 
     async def _compare_admissions(self, policy: Policy) -> None:
@@ -188,13 +186,24 @@ class Tracker:
             # without it, or the gang would be judged against its own assignment.
             before = state.without_workload(key)
             found = compare(record.admission, await asyncio.to_thread(job.run, before, policy))
-            if found is None:
-                continue
-            self.predicted(found)
-            log.info("prediction for %s/%s: %s (%s) %s", *key, found.result, found.reason, found.detail)
-            if not found.agree:
-                note = f"Kueue's placement differs: {found.detail}"
-                self._emit(record, "PredictionMismatch", "Compare", note, f"admission:{record.uid}")
+            if found is not None:
+                self._compared(key, found)
+
+    def _compared(self, key: Key, found: Comparison) -> None:
+        """Count a prediction against the placement Kueue (or the kube-scheduler) made."""
+        self.predicted(found)
+        log.info("prediction for %s/%s: %s (%s) %s", *key, found.result, found.reason, found.detail)
+        record, group = self.ledger.workloads.get(key), self.ledger.native.get(key)
+        if found.agree:
+            return
+        if record is not None:
+            note = f"Kueue's placement differs: {found.detail}"
+            self._emit(record, "PredictionMismatch", "Compare", note, f"admission:{record.uid}")
+        elif group is not None:
+            note = f"the kube-scheduler's placement differs: {found.detail}"
+            self._emit(
+                as_workload(group, ()), "PredictionMismatch", "Compare", note, f"admission:{group.uid}"
+            )
 
     async def _classify(self, policy: Policy) -> None:
         now = self.clock()
@@ -236,7 +245,8 @@ class Tracker:
     def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str, episode: str) -> None:
         if self.events is None:
             return
-        workload = ObjectRef(WORKLOAD_API, "Workload", record.namespace, record.name, record.uid)
+        api, kind = (NATIVE_API, "PodGroup") if record.native else (WORKLOAD_API, "Workload")
+        workload = ObjectRef(api, kind, record.namespace, record.name, record.uid)
         owner = record.owner
         regarding = (
             ObjectRef(owner.api_version, owner.kind, record.namespace, owner.name, owner.uid)
@@ -284,29 +294,3 @@ class Tracker:
             key = (t.status.state.value, cluster_queue_of(wl, state), wl.namespace)
             out[key] = out.get(key, 0) + 1
         return out
-
-
-def cluster_queue_of(record: WorkloadRecord, state: ClusterState | None) -> str:
-    """Kueue's admission says; before it, the LocalQueue's ClusterQueue ("" when unknown)."""
-    if record.cluster_queue:
-        return record.cluster_queue
-    queue = state.local_queues.get((record.namespace, record.queue)) if state is not None else None
-    return queue.cluster_queue if queue is not None else ""
-
-
-def _run_jobs(jobs: Sequence[Job], state: ClusterState, policy: Policy) -> list[tuple[Key, Any]]:
-    return [(job.key, job.run(state, policy)) for job in jobs]
-
-
-def start(
-    api: client.ApiClient, tracker: Tracker, events: EventRecorder | None, settings: WatchSettings
-) -> list[asyncio.Task[None]]:
-    """One list+watch task per tracked kind, the tracker's loop, and the Event poster."""
-    tasks = [
-        asyncio.create_task(run_kind(api, kind, tracker, settings), name=f"track-{kind.name}")
-        for kind in tracked_kinds()
-    ]
-    tasks.append(asyncio.create_task(tracker.run(), name="track"))
-    if events is not None:
-        tasks.append(asyncio.create_task(events.run(), name="track-events"))
-    return tasks

@@ -70,7 +70,7 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
             )
         supervisor.spawn("publish", mirror.publish_forever)
         supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror))
-        events = _track(app, api, source)
+        events = _track(app, api, source, book)
         reconciler = _reconciler(app, api, source, events)
         _lead(app, api, source.election, events, {"podgroups": reconciler.run, "events": events.run})
         yield
@@ -80,14 +80,16 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
     return ctx
 
 
-def _track(app: web.Application, api: Any, source: StateSource) -> EventRecorder:
+def _track(app: web.Application, api: Any, source: StateSource, book: NativeBook) -> EventRecorder:
     """Follow every gang after admission (lifecycle states, predictions); its Events are posted
     by the leader's writer (a follower's recorder holds them, to post if it is elected)."""
     lifecycle = app[LIFECYCLE]
     events = EventRecorder(api, lifecycle.event, leading=not source.election.enabled)
     follower = tracker.Tracker(
-        app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted, observed=lifecycle.gangs.observe
-    )
+        app[STATE], lambda: app[POLICY].current, events, lifecycle.predicted,
+        observed=lifecycle.gangs.observe, native_pods=lambda: book.records,
+    )  # fmt: skip
+    book.listeners.append(follower.dirty.set)  # a native gang's pods come from the Mirror's watches
     lifecycle.follow(
         follower.rows, follower.counts, follower.placed, lambda: (follower.current, app[STATE].current)
     )

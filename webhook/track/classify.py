@@ -19,6 +19,8 @@ TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"  # Kueue's QuotaReserved r
 # tasgate's own reason: it fits the empty cluster, no domain has room now (Kueue v0.19.2 says
 # only "Pending", with its numbers in the message, which is appended).
 WAITING_FOR_CAPACITY = "WaitingForCapacity"
+# A native PodGroup without PodGroupScheduled: the scheduler waits for minCount pods to exist.
+NATIVE_NOT_TRIED = "WaitingForPods"
 
 
 class State(StrEnum):
@@ -86,6 +88,10 @@ def _queued(gang: Gang) -> Status:
             return Status(State.WAITING_TOPOLOGY, WAITING_FOR_CAPACITY, figures.why_waiting() + kueue, since)
     if reserved.reason == TOPOLOGY_PLACEMENT_FAILED:
         return Status(State.WAITING_TOPOLOGY, reserved.reason, reserved.message, since)
+    if wl.native:  # no quota: the scheduler found no placement, or has not tried (pods missing)
+        if wl.condition("QuotaReserved") is not None:
+            return Status(State.WAITING_TOPOLOGY, reserved.reason, reserved.message, since)
+        return Status(State.ASSEMBLING, NATIVE_NOT_TRIED, "the kube-scheduler has not tried it yet", since)
     return Status(State.WAITING_QUOTA, reserved.reason or "Pending", reserved.message, since)
 
 

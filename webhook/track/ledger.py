@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.decide.policy import Policy
+from webhook.model.workloads.native import NATIVE_API
 from webhook.state.cluster import ClusterState
 from webhook.track.classify import Gang, State, Status, classify
+from webhook.track.native import NativeGroupRecord, as_workload, assess_native, parse_native_group
 from webhook.track.predict import Assessment, assess, workload_view
 from webhook.track.records import (
     PodGroupRecord,
@@ -39,6 +41,8 @@ class Job:
     spec: Mapping[str, Any]
 
     def run(self, state: ClusterState, policy: Policy) -> Assessment:
+        if self.spec.get("apiVersion") == NATIVE_API:  # a native PodGroup (`track.native`)
+            return assess_native(self.spec, state)
         try:
             view = workload_view(self.spec, state.pod_defaults(self.namespace))
         except (InvalidObject, ValueError, TypeError) as exc:  # the API server validated it; be safe
@@ -60,6 +64,8 @@ class Ledger:
         self.fitted: set[Key] = set()  # tasgate saw it fit the empty cluster at some point
         self.pods: dict[Key, PodRecord] = {}
         self.groups: dict[tuple[str, str, str], PodGroupRecord] = {}  # (backend, namespace, name)
+        self.native: dict[Key, NativeGroupRecord] = {}  # native v1.36 PodGroups, followed as gangs
+        self.native_pods: Mapping[Key, PodRecord] = {}  # the pods naming them (`live.native`)
 
     # -- records in --
 
@@ -91,6 +97,21 @@ class Ledger:
     def drop_pod(self, obj: Mapping[str, Any]) -> None:
         self.pods.pop(parse_pod(obj).key, None)
 
+    def put_native(self, obj: Mapping[str, Any]) -> tuple[NativeGroupRecord | None, NativeGroupRecord]:
+        """Keep a native PodGroup; (what was kept before, what is kept now). Its spec is judged
+        while the scheduler has not placed it."""
+        record = parse_native_group(obj)
+        before = self.native.get(record.key)
+        self.native[record.key] = record
+        if not record.scheduled and not record.problem:
+            self.specs[record.key] = record.spec
+        return before, record
+
+    def drop_native(self, key: Key) -> None:
+        self.native.pop(key, None)
+        self.forget_spec(key)
+        self.fitted.discard(key)
+
     def put_group(self, obj: Mapping[str, Any]) -> None:
         record = parse_pod_group(obj)
         self.groups[(record.backend, record.namespace, record.name)] = record
@@ -111,6 +132,10 @@ class Ledger:
             self.pods = {}
             for obj in items:
                 self.put_pod(obj)
+        elif kind == "nativepodgroups":
+            seen = {self.put_native(obj)[1].key for obj in items}
+            for key in set(self.native) - seen:
+                self.drop_native(key)
         else:
             backend = "volcano" if kind == "volcanopodgroups" else "coscheduling"
             self.groups = {k: g for k, g in self.groups.items() if g.backend != backend}
@@ -130,8 +155,8 @@ class Ledger:
         for key, spec in self.specs.items():
             found = self.assessments.get(key)
             if found is None or found.generation != generation:
-                record = self.workloads[key]
-                jobs.append(Job(key, record.namespace, record.queue, spec))
+                record = self.workloads.get(key)
+                jobs.append(Job(key, key[0], record.queue if record is not None else "", spec))
         return jobs
 
     def store(self, key: Key, found: Assessment) -> None:
@@ -150,6 +175,7 @@ class Ledger:
             dict(self.assessments),
         )
         other.fitted, other.pods, other.groups = set(self.fitted), dict(self.pods), dict(self.groups)
+        other.native, other.native_pods = dict(self.native), dict(self.native_pods)
         return other
 
     def tracked(self, now: float, partial_start_after: float) -> list[Tracked]:
@@ -159,11 +185,19 @@ class Ledger:
             for token in _tokens(pod):
                 index.setdefault((pod.namespace, token), []).append(pod)
         groups = {(ns, name): g for (_, ns, name), g in sorted(self.groups.items(), reverse=True)}
+        for pod in self.native_pods.values():
+            if pod.native_group:
+                index.setdefault((pod.namespace, f"native:{pod.native_group}"), []).append(pod)
         out = []
-        for key in sorted(self.workloads):
-            gang = self._gang(key, index, groups)
+        for key in sorted({*self.workloads, *self.native}):
+            gang = self._gang(key, index, groups) if key in self.workloads else self._native(key, index)
             out.append(Tracked(gang, classify(gang, now, partial_start_after)))
         return out
+
+    def _native(self, key: Key, index: Mapping[tuple[str, str], list[PodRecord]]) -> Gang:
+        group = self.native[key]
+        pods = tuple(index.get((group.namespace, f"native:{group.name}"), ()))
+        return Gang(as_workload(group, pods), pods, None, self.assessments.get(key), key in self.fitted)
 
     def _gang(
         self,

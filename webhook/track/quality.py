@@ -74,7 +74,10 @@ def placement(
 
 
 def topology_levels(record: WorkloadRecord, state: ClusterState | None) -> tuple[str, ...]:
-    """The levels of the Topology of the flavor Kueue admitted the gang to (none: no TAS)."""
+    """The levels of the Topology of the flavor Kueue admitted the gang to (none: no TAS); a
+    native gang's own topology key."""
+    if record.levels:
+        return record.levels
     if state is None or not record.admission:
         return ()
     for assigned in record.admission.values():

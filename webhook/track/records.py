@@ -64,6 +64,8 @@ class WorkloadRecord:
     # PodSet name -> (mode, level) of its spec.topologyRequest: "required" / "preferred" with the
     # level, "unconstrained" with "" (what placement quality is judged against, after admission)
     requests: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    native: bool = False  # a native v1.36 PodGroup read as a Workload (``track.native``)
+    levels: tuple[str, ...] = ()  # what its placement is judged at when no admission says
 
     @property
     def key(self) -> tuple[str, str]:
@@ -99,6 +101,7 @@ class PodRecord:
     podset: str = ""  # Kueue's podset label
     scheduled_at: float | None = None  # PodScheduled=True lastTransitionTime
     ready_at: float | None = None  # ContainersReady (else Ready) =True lastTransitionTime
+    native_group: str | None = None  # the native PodGroup it names (spec.schedulingGroup)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -154,16 +157,7 @@ class PodGroupRecord:
 def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
     meta = _map(obj.get("metadata"))
     spec, status = _map(obj.get("spec")), _map(obj.get("status"))
-    conditions = {
-        str(c.get("type")): Condition(
-            str(c.get("status", "")),
-            _clip(c.get("reason")),
-            _clip(c.get("message")),
-            timestamp(c.get("lastTransitionTime")),
-        )
-        for c in _list(status.get("conditions"))
-        if isinstance(c, Mapping) and c.get("type")
-    }
+    conditions = parse_conditions(status.get("conditions"))
     admission: Mapping[str, PodSetAdmission] | None = None
     error = None
     try:
@@ -213,7 +207,22 @@ def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
         podset=str(labels.get(PODSET_LABEL) or ""),
         scheduled_at=timestamp(scheduled.get("lastTransitionTime")) if _true(scheduled) else None,
         ready_at=timestamp(ready.get("lastTransitionTime")),
+        native_group=str(_map(spec.get("schedulingGroup")).get("podGroupName") or "") or None,
     )
+
+
+def parse_conditions(raw: object) -> dict[str, Condition]:
+    """``status.conditions`` by type (metav1.Condition: Kueue's Workloads, native PodGroups)."""
+    return {
+        str(c.get("type")): Condition(
+            str(c.get("status", "")),
+            _clip(c.get("reason")),
+            _clip(c.get("message")),
+            timestamp(c.get("lastTransitionTime")),
+        )
+        for c in _list(raw)
+        if isinstance(c, Mapping) and c.get("type")
+    }
 
 
 def _true(condition: object) -> bool:
