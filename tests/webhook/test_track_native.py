@@ -79,7 +79,7 @@ def test_every_pod_succeeded_is_finished() -> None:
 
 
 def test_a_job_made_group_is_named_by_its_job() -> None:
-    pg, pods = scenario("job-gang.yaml")
+    pg, _ = scenario("job-gang.yaml")
     wl = as_workload(parse_native_group(pg), ())
     assert wl.owner is not None and (wl.owner.kind, wl.owner.name) == ("Job", "trainer")
     assert wl.pod_count == 3 and wl.levels == ()
