@@ -5,8 +5,8 @@ their reviews can arrive before tasgate's Job watch delivered the Job (and the p
 it in, ``live.mirror``): judged then, they read ``native-unknown``. A review whose verdict is
 ``native-unknown`` therefore waits for the next published states, up to `CATCH_UP_SECONDS` (and
 a third of its budget), and is judged again on each; the first verdict that is not unknown, or
-the last one, is the answer. Only such reviews wait; a static state (files) never changes and is
-not waited on.
+the last one, is the answer. Only Workloads and PodGroups wait (a pod created before its PodGroup
+is unknown for real); a static state (files) never changes and is not waited on.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from webhook.live.holder import StateHolder
 from webhook.state.cluster import ClusterState
 
 CATCH_UP_SECONDS = 1.0
+WAITED = frozenset({"Workload", "PodGroup"})  # what the Job controller creates right after a Job
 POLL_SECONDS = 0.05
 
 
@@ -31,7 +32,10 @@ async def judged_again(
     budget: float,
 ) -> Outcome:
     """``outcome`` (made on ``state``), or the verdict on a newer published state."""
-    if outcome.reason is not Reason.NATIVE_UNKNOWN or holder.confirmed is None:
+    d = outcome.decision
+    if outcome.reason is not Reason.NATIVE_UNKNOWN or holder.confirmed is None or d is None:
+        return outcome
+    if d.kind not in WAITED:  # a pod before its PodGroup is unknown for real: the scheduler holds it
         return outcome
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(CATCH_UP_SECONDS, budget / 3)
