@@ -5,9 +5,10 @@ from setuptools import Extension, setup
 
 # Three modules over one set of types (scorer/_types.pxd): phase 1 counts, phase 2 placement,
 # and the Python edge that validates and calls them; `_native` is the kube-scheduler's PodGroup mode. Ordering helpers are inlined (_order.pxd).
+# `_build` is the snapshot build (node columns to tree arrays).
 extensions = [
     Extension(name, [f"scorer/{name.split('.')[1]}.pyx"], extra_compile_args=["-O3"])
-    for name in ("scorer._counts", "scorer._place", "scorer._core", "scorer._native")
+    for name in ("scorer._counts", "scorer._place", "scorer._core", "scorer._native", "scorer._build")
 ]
 
 setup(

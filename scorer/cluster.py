@@ -14,7 +14,12 @@ from scorer.engines import default_engine
 from scorer.model import Node, Toleration
 from scorer.request import Engine
 from scorer.snapshot import View
-from scorer.tree import Tree, build_tree, matches_flavor
+from scorer.tree import Tree
+
+try:  # one read of the nodes into columns, the tree shape in C (scorer/_build.pyx)
+    from scorer._build import build_views, select
+except ImportError:  # not built: the twin gives the same trees
+    from scorer._reference_build import build_views, select
 
 
 class Cluster:
@@ -49,18 +54,15 @@ class Cluster:
         self.generation = generation
         self._largest: Mapping[str, int] | None = None
         eng = engine or default_engine()
-        schedulable = [n for n in self.nodes if n.schedulable_now]
-        conditioned = sum(1 for n in self.nodes if n.taints and any(t.is_condition for t in n.taints))
-        self._away = (len(self.nodes) - len(schedulable), conditioned)
-        tree, free = build_tree(
-            self.levels, schedulable, drop_condition_taints=False, with_usage=True, usage=usage
-        )
+        built = build_views(self.levels, self.nodes, usage)
+        self._away = built.away
+        tree, free = built.now
         self.now = View(topology_name, tree, free, self.flavor_tolerations, eng)
-        self._never = self._derive_never(tree, eng)
+        self._never = self._derive_never(tree, built.never, eng)
 
-    def _derive_never(self, now_tree: Tree, engine: Engine) -> View:
+    def _derive_never(self, now_tree: Tree, never: tuple[Tree, array[int]] | None, engine: Engine) -> View:
         """Reuse the structure when no node is away and no condition taint is set: usually."""
-        if self._away == (0, 0):
+        if never is None:
             return View(
                 self.topology_name,
                 now_tree,
@@ -69,11 +71,7 @@ class Cluster:
                 engine,
                 self.now.label_cache,
             )
-        # Schedulable nodes first: where nodes share a hostname, the leaf takes the first one's
-        # path, and it must be the path "now" sees, or "never" could be tighter than "now".
-        ordered = sorted(self.nodes, key=lambda n: not n.schedulable_now)
-        tree, free = build_tree(self.levels, ordered, drop_condition_taints=True, with_usage=False)
-        return View(self.topology_name, tree, free, self.flavor_tolerations, engine)
+        return View(self.topology_name, *never, self.flavor_tolerations, engine)
 
     @property
     def never(self) -> View:
@@ -140,6 +138,5 @@ class Cluster:
 
         ``usage`` (node name to requests in use), when given, is counted instead of each node's own.
         """
-        labels = flavor_node_labels or {}
-        matching = [n for n in nodes if matches_flavor(n, labels, levels)]
+        matching = select(nodes, flavor_node_labels or {}, levels)
         return cls(topology_name, levels, matching, flavor_tolerations, generation, engine, usage)
