@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from kubernetes_asyncio import client
+from typing import Any
 
 from webhook.decide.policy import Policy
-from webhook.live.events import EventRecorder
-from webhook.live.tracked import tracked_kinds
-from webhook.live.watch import WatchSettings, run_kind
 from webhook.state.cluster import ClusterState
 from webhook.track.ledger import Job, Key
 from webhook.track.records import PodRecord, WorkloadRecord, parse_pod
-
-if TYPE_CHECKING:
-    from webhook.live.tracker import Tracker
 
 
 @dataclass(frozen=True)
@@ -58,17 +49,3 @@ def cluster_queue_of(record: WorkloadRecord, state: ClusterState | None) -> str:
 
 def run_jobs(jobs: Sequence[Job], state: ClusterState, policy: Policy) -> list[tuple[Key, Any]]:
     return [(job.key, job.run(state, policy)) for job in jobs]
-
-
-def start(
-    api: client.ApiClient, tracker: Tracker, events: EventRecorder | None, settings: WatchSettings
-) -> list[asyncio.Task[None]]:
-    """One list+watch task per tracked kind, the tracker's loop, and the Event poster."""
-    tasks = [
-        asyncio.create_task(run_kind(api, kind, tracker, settings), name=f"track-{kind.name}")
-        for kind in tracked_kinds()
-    ]
-    tasks.append(asyncio.create_task(tracker.run(), name="track"))
-    if events is not None:
-        tasks.append(asyncio.create_task(events.run(), name="track-events"))
-    return tasks
