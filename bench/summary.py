@@ -61,6 +61,8 @@ def peer_rows(peer: list[dict[str, Any]]) -> Iterable[Row]:
             else SHAPES.get(r["benchmark"], r["benchmark"])
         )
         goal = "target ≥ 1×" if r["benchmark"] == "snapshot_build" else "target ≥ 20× at 10k"
+        if "rounds" in r:  # the build: the median of interleaved rounds on a shared machine
+            goal += f"; median of {len(r['rounds'])} rounds, load {r['load_average_1m']}"
         yield (
             f"{what}, {_k(r['nodes'])} nodes",
             _ms(r["tasgate_median_us"]),

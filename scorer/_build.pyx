@@ -16,7 +16,9 @@ answer or error is by definition the right one.
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint64_t
-from libc.stdlib cimport calloc, free as cfree
+
+cdef extern from "Python.h":
+    dict _PyDict_NewPresized(Py_ssize_t minused)  # CPython's own, for a dict whose size is known
 
 import operator
 from array import array
@@ -431,7 +433,7 @@ cdef tuple _view(_Nodes c, int32_t[::1] order, bint drop, bint with_usage):
     id_rank, ids = _id_ranks(c, leaves, offsets, paths)
     resources, capacity, free = _capacity(c, leaves, order, with_usage)
     taint_class, classes = _taint_classes(c, leaves, drop)
-    path_of = {}
+    path_of = _PyDict_NewPresized(order.shape[0])  # no resizes on the way to 50,000 entries
     names = c.names
     for j in range(n):
         path = paths[offsets[last] + j]
