@@ -7,6 +7,7 @@ the first problem reported is the one Kueue reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from scorer.model import Mode, SliceLayer, TopologyRequest
 
@@ -49,8 +50,11 @@ def _slice_size(req: TopologyRequest) -> int | str:
     return req.slice_size
 
 
+@lru_cache(maxsize=4096)
 def resolve(req: TopologyRequest, levels: tuple[str, ...]) -> ResolvedLevels | str:
-    """Level indexes for the engine, or the reason string Kueue would give."""
+    """Level indexes for the engine, or the reason string Kueue would give. Remembered: a
+    cluster has a few topologies and its workloads a few shapes, and the checks cost more than
+    a placement's engine call at 1k nodes; both arguments and the answer are immutable."""
     size = _slice_size(req)
     if isinstance(size, str):
         return size

@@ -16,7 +16,6 @@ from scorer.messages import Exclusion
 from scorer.model import (
     PODS,
     Assignment,
-    DomainAssignment,
     LevelCapacity,
     Placement,
     PodSetRequest,
@@ -253,17 +252,9 @@ class View:
 
     def _assignment(self, leaves: Sequence[int], counts: Sequence[int]) -> Assignment:
         tree = self.tree
-        if tree.hostname_leaves:
-            levels = tree.levels[-1:]
-            domains = tuple(
-                DomainAssignment(tree.leaf_path(x)[-1:], c) for x, c in zip(leaves, counts, strict=True)
-            )
-        else:
-            levels = tree.levels
-            domains = tuple(
-                DomainAssignment(tree.leaf_path(x), c) for x, c in zip(leaves, counts, strict=True)
-            )
-        return Assignment(levels, domains)
+        levels = tree.levels[-1:] if tree.hostname_leaves else tree.levels
+        last_only = tree.hostname_leaves
+        return Assignment.of_leaves(levels, tree.paths, tree.leaf_offset, leaves, counts, last_only)
 
     def _consume(
         self,
