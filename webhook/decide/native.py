@@ -226,9 +226,10 @@ def _shortfall(g: Group, p: NativePlacement, bound: int, confined: str | None) -
     if most < need:
         more = " more" if bound else ""
         return f"{where} holds at most {most}{more} of the {_pods(need)} its gang needs{note}"
+    which = f'no "{g.spec.key}" domain takes' if g.spec.key else "the cluster does not take"
     return (
-        f"no {where.removeprefix('one ')} takes {_pods(need)} at once: the best holds {most} on its "
-        f"own, but not with the pods tried in the kube-scheduler's order{note}"
+        f"{which} {_pods(need)} at once: room for {most} pods, but not for its pods as the "
+        f"kube-scheduler tries them (in priority order, each on its least allocated node){note}"
     )
 
 
