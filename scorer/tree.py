@@ -89,6 +89,9 @@ def build_tree(
 ) -> tuple[Tree, array[int]]:
     """Build the tree of the given nodes and the free capacity of its leaves.
 
+    One node at a time, in Python: the definition `scorer._build` (the compiled build every
+    `scorer.Cluster` uses when built) is held to, through `scorer._reference_build`.
+
     Returns ``(tree, free)``; ``free`` is capacity minus usage when ``with_usage``: each node's
     entry in ``usage`` when that is given (the live writer keeps usage apart from nodes), else
     the node's own.
