@@ -295,7 +295,7 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
     manifest.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     check = start_check(manifest, state)
     try:
-        world.create(objects)
+        world.create_group(objects)
         group = world.job_pod_group(NAMESPACE, row.name) if row.job else group_name(row.name)
         fate = observe(world, row, group)
     except AssertionError as exc:  # a wait that timed out: the row fails, the table goes on

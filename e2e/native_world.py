@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ from e2e.native import (
 from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes, priority_classes
 
 SETTLE_TIMEOUT = 60.0
+# GangScheduling's PreEnqueue statuses (pkg/scheduler/framework/plugins/gangscheduling, v1.36.5)
+MIN_COUNT_GATE = "waiting for minCount pods from a gang to appear in scheduling queue"
+GROUP_GATE = "waiting for pods's pod group"
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = SETTLE_TIMEOUT) -> None:
@@ -146,6 +149,29 @@ class NativeWorld:
         wait_until("the scheduler binding the sentinel pod", bound_sentinel)
         self.cp.kubectl("delete", "pod", "sentinel", "-n", namespace, "--grace-period=0", "--wait=false")
 
+    def create_group(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        """Create a hand-written group's objects: its leading pods, then, once the scheduler holds
+        every one of them (gated for want of their PodGroup), the rest.
+
+        The scheduler watches pods and PodGroups through separate informers: a PodGroup created
+        right after its pods can reach it before the last pods do, and with ``minCount`` below the
+        count its first cycle then runs on only some of them (GangScheduling admits the gang once
+        ``minCount`` pods exist). Waiting for the gate line of each pod shows the first cycle the
+        whole group, the group tasgate judges.
+        """
+        head = [o for o in objects if o.get("kind") == "Pod"]
+        if not head or objects[: len(head)] != head:
+            self.create(objects)
+            return
+        self.create(head)
+        namespace = str(head[0]["metadata"]["namespace"])
+        names = {str(p["metadata"]["name"]) for p in head}
+        wait_until(
+            f"the scheduler gating {len(names)} pods until their PodGroup exists",
+            lambda: self.gated(namespace, names, GROUP_GATE) == names,
+        )
+        self.create(objects[len(head) :])
+
     def create(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self.cp.kubectl("create", "-f", "-", input=yaml.safe_dump_all(list(objects), sort_keys=False))
 
@@ -232,13 +258,14 @@ class NativeWorld:
             raise AssertionError(f"{exc}; {detail}") from None
         return seen[0]
 
-    def gated(self, namespace: str, pods: Iterable[str]) -> set[str]:
-        """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue because
-        fewer than ``minCount`` pods of their gang exist (its ``--vmodule=scheduling_queue=4`` line)."""
+    def gated(self, namespace: str, pods: Iterable[str], why: str = MIN_COUNT_GATE) -> set[str]:
+        """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue ``why``
+        (its ``--vmodule=scheduling_queue=4`` line): for want of ``minCount`` pods, or of the
+        PodGroup itself (``GROUP_GATE``)."""
         wanted = set(pods)
         pattern = re.compile(
             r'"Status after running PreEnqueue plugin" pod="' + re.escape(namespace) + r'/([^"]+)"'
-            r'.*plugin="GangScheduling".*waiting for minCount pods'
+            r'.*plugin="GangScheduling".*' + re.escape(why)
         )
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
         found = {m.group(1) for m in map(pattern.search, text.splitlines()) if m}
