@@ -5,16 +5,17 @@ the cluster is dumped as docs/cli.md's ``--state`` (plus PodGroups and Workloads
 ``tasgate check -o json`` judges the manifest on that dump. Then the scheduler's own fate of the
 group is observed, never assumed:
 
-- **bound**: within ``NEVER_CYCLES`` PodGroup cycles, the PodGroup is ``PodGroupScheduled=True``
-  with every pod (or, for a gang whose ``minCount`` is below its count, at least ``minCount``)
-  bound: tasgate must say ``admitted``, and
+- **bound**: within ``NEVER_CYCLES`` PodGroup cycles and ``NEVER_SECONDS``, the PodGroup is
+  ``PodGroupScheduled=True`` with every pod (or, for a gang whose ``minCount`` is below its
+  count, at least ``minCount``) bound: tasgate must say ``admitted``, and
   its ``now`` placement must put the same number of pods in each domain of the topology key;
 - otherwise every blocker pod is deleted (the cluster is empty) and the row watched again:
   **waited, then bound** when the group binds then: tasgate must say ``waits`` and its
   ``whenEmpty`` placement must have the same shape (pods per domain; which of several empty,
   equal domains the scheduler takes is its random tie-break);
-- **never**: the group stays ``Unschedulable`` through ``NEVER_CYCLES`` more PodGroup cycles on the
-  empty cluster (the scheduler's own count, its ``--v=2`` log, from the moment a sentinel pod shows
+- **never**: the group stays ``Unschedulable`` through ``NEVER_CYCLES`` more PodGroup cycles and
+  ``NEVER_SECONDS`` on the empty cluster (the scheduler's own count, its ``--v=2`` log, from the
+  moment a sentinel pod shows
   its cache has seen the deletions), or, for a gang short of pods, GangScheduling's PreEnqueue
   keeps every pod out of the queue (its ``scheduling_queue`` log line per pod: no cycle, no
   condition) and nothing changes for ``GATED_WATCH_SECONDS`` on the empty cluster: tasgate must
@@ -44,6 +45,7 @@ from e2e.native_world import NativeWorld, Settled, pod_scheduled_condition, wait
 NAMESPACE = "table"
 ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
 NEVER_CYCLES = 3
+NEVER_SECONDS = 5.0  # and this long: five of the scheduler's 1 s maximum backoff (e2e/native.py)
 FITS, WAITS, NEVER, ERROR = "fits", "waits", "never", "error"
 EXPECTED_OUTCOME = {FITS: "admitted", WAITS: "waits", NEVER: "denied"}
 DECIDE_TIMEOUT = 120.0
@@ -207,14 +209,19 @@ def decide(world: NativeWorld, row: Row, group: str, since: int, what: str) -> t
     run before every pod of the group is in the scheduler's active queue), or every pod of it is
     gated (True: no cycle ever runs, see ``gated``)."""
     later: list[tuple[Settled, bool]] = []
+    start = time.monotonic()
 
     def decided() -> bool:
         state, settled = world.now(NAMESPACE, group, row.pods)
         shut_out = gated(world, state, row)
         later[:] = [(state, shut_out)]
-        if shut_out:
+        if shut_out or started(state, row):
             return True
-        return settled and (started(state, row) or world.cycles(NAMESPACE, group) >= since + NEVER_CYCLES)
+        # Cycles alone are no clock: v1.36.5 retries a gang's leftover pod in a tight loop (hundreds
+        # of "Unable to schedule a pod group" lines a second), and a pod still carries the
+        # PodScheduled=False of an earlier cycle while a later one binds it.
+        waited = time.monotonic() - start >= NEVER_SECONDS
+        return settled and waited and world.cycles(NAMESPACE, group) >= since + NEVER_CYCLES
 
     wait_until(f"{group} started or {NEVER_CYCLES} more cycles {what}", decided, DECIDE_TIMEOUT)
     return later[0]
