@@ -85,6 +85,8 @@ class LiveTasgate:
 
     def ready(self) -> bool:
         self.alive()
+        if not (self.certs / "ca.crt").exists():  # tasgate writes its certificates as it starts
+            return False
         context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
         try:
             with urllib.request.urlopen(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webhook.live.holder import StateHolder
 from webhook.state.cluster import ClusterState
@@ -62,6 +62,8 @@ class NativePredictions:
             labels = {n.name: n.labels for n in state.nodes if n.name in {p.node for p in pods}}
             admission = placed(group, pods, labels)
             found = compare({p.name: admission for p in prediction.pod_sets}, prediction)
+            if found is not None and found.agree:
+                found = replace(found, detail="the kube-scheduler bound the group where tasgate predicted")
             if found is not None:
                 out.append(Compared(group, found))
         return out
