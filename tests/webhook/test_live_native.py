@@ -8,13 +8,13 @@ import asyncio
 import copy
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.webhook.test_native import BASE, FIXTURES, SCENARIOS
+from tests.webhook.test_native import _docs as docs
 from webhook.decide.decision import decide
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
@@ -29,22 +29,7 @@ from webhook.live.watch import kinds
 from webhook.serve.catch_up import judged_again
 from webhook.state.cluster import ClusterState, build_state
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "native"
-SCENARIOS = sorted(p.name for p in FIXTURES.glob("*.yaml") if p.name != "state.yaml")
 DISCOVERY = json.loads((FIXTURES / "discovery.json").read_text())
-
-
-def docs(path: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for doc in yaml.safe_load_all(path.read_text()):
-        if doc and str(doc.get("kind", "")).endswith("List"):
-            out += doc["items"]
-        elif doc:
-            out.append(doc)
-    return out
-
-
-BASE = docs(FIXTURES / "state.yaml")
 
 
 def mirror_of(objects: list[dict[str, Any]], served: bool = True) -> Mirror:

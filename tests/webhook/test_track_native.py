@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.webhook.test_live_native import BASE, docs, mirror_of, published, strip_binding, strip_status
+from tests.webhook.test_live_native import mirror_of, published, strip_binding, strip_status
+from tests.webhook.test_native import BASE
+from tests.webhook.test_native import _docs as docs
 from webhook.decide.policy import Policy
 from webhook.live import native
 from webhook.live.tracked import GANG_NATIVE_PODGROUPS
