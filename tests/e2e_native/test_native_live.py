@@ -198,12 +198,14 @@ def dump(world: NativeWorld, directory: Path) -> Path:
 
 
 def check(
-    tasgate: LiveTasgate, state: Path, objects: list[Mapping[str, Any]], workdir: Path
+    tasgate: LiveTasgate, state: Path, objects: list[Mapping[str, Any]], workdir: Path, *, live: bool = False
 ) -> dict[Any, Any]:
-    """``tasgate check -o json`` of ``objects`` (applied together) on the dump ``state``."""
+    """``tasgate check -o json`` of ``objects`` (applied together) on the dump ``state``, or with
+    ``live`` on the cluster of the kubeconfig ``state`` (``--kubeconfig``: listed as live mode does)."""
     manifest = workdir / f"manifest-{time.monotonic_ns()}.yaml"
     manifest.write_text(yaml.safe_dump_all([submitted(o) for o in objects]))
-    argv = [str(TASGATE), "check", "-o", "json", "--state", str(state), "-f", str(manifest)]
+    source = ["--kubeconfig" if live else "--state", str(state)]
+    argv = [str(TASGATE), "check", "-o", "json", *source, "-f", str(manifest)]
     run = subprocess.run(
         [*argv, "--policy", str(tasgate.policy)], capture_output=True, text=True, timeout=120, check=False
     )
@@ -309,4 +311,6 @@ def test_never_fitting_pod_group_is_denied_from_its_unbound_pods(
     verdict = live.verdicts()[("PodGroup", "too-wide")]
     assert verdict == ("never-fits", False)
     assert check(live, state, [pg], tmp_path)[("PodGroup", "too-wide")] == verdict
+    listed = check(live, world.cp.kubeconfig, [pg], tmp_path, live=True)  # the native kinds listed too
+    assert listed[("PodGroup", "too-wide")] == verdict
     assert all(not p["spec"].get("nodeName") for p in world.group_pods(NS, "too-wide"))

@@ -25,7 +25,10 @@ from webhook.files.kubeconfig import locate
 from webhook.files.loader import LoadError
 from webhook.files.sources import cluster_state, warn_rejected
 from webhook.live.api import checked
+from webhook.live.native import API_KINDS, slim_job, slim_pod
+from webhook.live.native_kinds import native_kinds
 from webhook.live.watch import Kind, kinds
+from webhook.model.workloads.native import NATIVE_API
 from webhook.state.cluster import ClusterState, build_state
 
 KUEUE_DUMP = (
@@ -78,9 +81,31 @@ def checkable(state: ClusterState, source: str) -> ClusterState:
 
 
 async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapping[str, Any]], list[str]]:
-    """Every object of the kinds live mode watches, and the (optional) kinds not served."""
-    found, unserved = await list_kinds(kubeconfig, context, kinds())
-    return [obj for items in found.values() for obj in items], unserved
+    """Every object of the kinds live mode watches, and the (optional) kinds not served. The
+    native v1.36 kinds as the live Mirror keeps them: Jobs and unbound pods only when the
+    native API answered (slimmed to the gang candidates and the pods naming a PodGroup), and
+    the API's discovery document, so an empty served API reads as served, as in a dump."""
+    extra = native_kinds(None)
+    api = [k for k in extra if k.name in API_KINDS]
+    found, unserved = await list_kinds(kubeconfig, context, [*kinds(), *api])
+    objects = [obj for items in found.values() for obj in items]
+    if any(k.name in found for k in api):
+        rest, _ = await list_kinds(kubeconfig, context, [k for k in extra if k.name not in API_KINDS])
+        objects += [kept for items in rest.values() for kept in map(_slim, items) if kept is not None]
+        objects.append(NATIVE_DISCOVERY)
+    return objects, unserved
+
+
+NATIVE_DISCOVERY = {
+    "kind": "APIResourceList",
+    "apiVersion": "v1",
+    "groupVersion": NATIVE_API,
+    "resources": [{"name": "workloads", "kind": "Workload"}, {"name": "podgroups", "kind": "PodGroup"}],
+}
+
+
+def _slim(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    return slim_job(obj) if obj.get("kind") == "Job" else slim_pod(obj)
 
 
 async def list_kinds(
