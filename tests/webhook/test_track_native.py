@@ -16,6 +16,7 @@ from tests.webhook.test_native import BASE
 from tests.webhook.test_native import _docs as docs
 from webhook.decide.policy import Policy
 from webhook.live import native
+from webhook.live.mirror import Mirror
 from webhook.live.tracked import GANG_NATIVE_PODGROUPS
 from webhook.live.tracker import Tracker
 from webhook.track.classify import State
@@ -100,13 +101,9 @@ async def test_queued_never_fitting_group_reads_never_fits_on_the_live_state() -
     assert "holds at most 6 of the 7 pods" in tracked.status.message
 
 
-async def test_the_schedulers_domain_is_compared_with_the_prediction_once() -> None:
-    """PodGroup queued (judged on the state with its pods unbound), then scheduled, then the pods
-    bound where the real scheduler bound them: one prediction counted, in agreement; the gang
-    runs, in the rack it required."""
-    pg, pods = scenario("rack-gang.yaml")
-    mirror = mirror_of([*BASE, strip_status(pg), *(strip_binding(p) for p in pods)])
-    counted: list[Comparison] = []
+async def counting_tracker(mirror: Mirror, counted: list[Comparison]) -> Tracker:
+    """A tracker on ``mirror``'s native book that appends each prediction compared to ``counted``,
+    with the mirror's state published."""
     tracker = Tracker(
         mirror.holder,
         lambda: Policy("test"),
@@ -114,6 +111,17 @@ async def test_the_schedulers_domain_is_compared_with_the_prediction_once() -> N
         native_pods=lambda: mirror.native.records,
     )
     mirror.holder.publish(await published(mirror))
+    return tracker
+
+
+async def test_the_schedulers_domain_is_compared_with_the_prediction_once() -> None:
+    """PodGroup queued (judged on the state with its pods unbound), then scheduled, then the pods
+    bound where the real scheduler bound them: one prediction counted, in agreement; the gang
+    runs, in the rack it required."""
+    pg, pods = scenario("rack-gang.yaml")
+    mirror = mirror_of([*BASE, strip_status(pg), *(strip_binding(p) for p in pods)])
+    counted: list[Comparison] = []
+    tracker = await counting_tracker(mirror, counted)
     tracker.apply(GANG_NATIVE_PODGROUPS, "ADDED", strip_status(pg))
     await tracker.step()
     assert tracker.ledger.assessments  # judged while queued
@@ -139,13 +147,7 @@ async def test_a_wrong_prediction_is_counted_as_a_disagreement() -> None:
     pg, pods = scenario("rack-gang.yaml")
     mirror = mirror_of([*BASE, strip_status(pg), *(strip_binding(p) for p in pods)])
     counted: list[Comparison] = []
-    tracker = Tracker(
-        mirror.holder,
-        lambda: Policy("test"),
-        predicted=counted.append,
-        native_pods=lambda: mirror.native.records,
-    )
-    mirror.holder.publish(await published(mirror))
+    tracker = await counting_tracker(mirror, counted)
     tracker.apply(GANG_NATIVE_PODGROUPS, "ADDED", strip_status(pg))
     await tracker.step()
     tracker.apply(GANG_NATIVE_PODGROUPS, "MODIFIED", pg)
@@ -164,13 +166,7 @@ async def test_a_group_first_seen_scheduled_is_not_compared() -> None:
     pg, pods = scenario("rack-gang.yaml")
     mirror = mirror_of([*BASE, pg, *pods])
     counted: list[Comparison] = []
-    tracker = Tracker(
-        mirror.holder,
-        lambda: Policy("test"),
-        predicted=counted.append,
-        native_pods=lambda: mirror.native.records,
-    )
-    mirror.holder.publish(await published(mirror))
+    tracker = await counting_tracker(mirror, counted)
     tracker.apply(GANG_NATIVE_PODGROUPS, "ADDED", pg)
     await tracker.step()
     assert not counted and tracker.current[0].status.state is State.RUNNING
