@@ -49,6 +49,7 @@ class Scenario:
     pods: int
     job: str | None = None  # the Job whose controller-made PodGroup to wait for
     group: str | None = None  # else the hand-written PodGroup
+    gated: bool = False  # no cycle ever runs: wait for GangScheduling's PreEnqueue on every pod
 
 
 SCENARIOS = (
@@ -79,6 +80,15 @@ SCENARIOS = (
     Scenario("job-in-group.yaml",
              "an Indexed Job whose template names a hand-written PodGroup (gang 3, rack key)",
              lambda ns: job_in_group("jobgroup", ns, 3, 4, 3, RACK), 3, group=group_name("jobgroup")),
+    Scenario("template-key-only.yaml",
+             "a Workload whose template asks for a rack and its PodGroup with no key, 7 x 4 GPUs: bound"
+             " across racks (the scheduler reads the PodGroup)",
+             lambda ns: hand_written("keyless", ns, 7, 4, 7, None, template_key=RACK), 7,
+             group=group_name("keyless")),
+    Scenario("job-short-of-min-count.yaml",
+             "an Indexed Job of 4 x 4 GPUs joining a PodGroup of minCount 5: no pod ever enters the"
+             " scheduling queue (GangScheduling PreEnqueue)",
+             lambda ns: job_in_group("short", ns, 4, 4, 5, RACK), 4, group=group_name("short"), gated=True),
 )  # fmt: skip
 
 
@@ -114,7 +124,10 @@ def run_scenario(world: NativeWorld, scenario: Scenario, namespace: str) -> list
     world.cp.kubectl("create", "namespace", namespace)
     world.create(scenario.objects(namespace))
     group = scenario.group or world.job_pod_group(namespace, str(scenario.job))
-    world.settle(namespace, group, scenario.pods)
+    if scenario.gated:
+        world.wait_gated(namespace, group, scenario.pods)
+    else:
+        world.settle(namespace, group, scenario.pods)
     objects: list[dict[str, Any]] = []
     for kind in ("jobs", WORKLOADS, POD_GROUPS, "pods"):
         objects += world.items(kind, namespace)

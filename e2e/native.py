@@ -219,7 +219,7 @@ def scheduled_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def kinds_for_state() -> Sequence[str]:
     """The kinds a ``--state`` dump of a native cluster holds (docs/cli.md's list plus the native API)."""
-    return ("nodes,pods,namespaces,limitranges,priorityclasses", f"{POD_GROUPS},{WORKLOADS}")
+    return ("nodes,pods,namespaces,limitranges,priorityclasses", f"{POD_GROUPS},{WORKLOADS},jobs")
 
 
 if __name__ == "__main__":  # python -m e2e.native: the scheduler configuration as v1.36.5 fills it in

@@ -148,6 +148,10 @@ class NativeWorld:
 
         wait_until("the scheduler binding the sentinel pod", bound_sentinel)
         self.cp.kubectl("delete", "pod", "sentinel", "-n", namespace, "--grace-period=0", "--wait=false")
+        wait_until("the sentinel pod gone", lambda: "sentinel" not in self.pod_names(namespace))
+
+    def pod_names(self, namespace: str) -> set[str]:
+        return {p["metadata"]["name"] for p in self.pods(namespace)}
 
     def create_group(self, objects: Sequence[Mapping[str, Any]]) -> None:
         """Create a hand-written group's objects: its leading pods, then, once the scheduler holds
@@ -258,6 +262,16 @@ class NativeWorld:
             raise AssertionError(f"{exc}; {detail}") from None
         return seen[0]
 
+    def wait_gated(self, namespace: str, group: str, count: int) -> None:
+        """Until all ``count`` pods of ``group`` exist and GangScheduling's PreEnqueue logged
+        keeping each out of the queue for want of ``minCount`` pods."""
+
+        def all_gated() -> bool:
+            names = [p["metadata"]["name"] for p in self.group_pods(namespace, group)]
+            return len(names) == count and self.gated(namespace, names) == set(names)
+
+        wait_until(f"every pod of {namespace}/{group} gated", all_gated)
+
     def gated(self, namespace: str, pods: Iterable[str], why: str = MIN_COUNT_GATE) -> set[str]:
         """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue ``why``
         (its ``--vmodule=scheduling_queue=4`` line): for want of ``minCount`` pods, or of the
@@ -270,6 +284,13 @@ class NativeWorld:
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
         found = {m.group(1) for m in map(pattern.search, text.splitlines()) if m}
         return found & wanted
+
+    def scheduler_lines(self, namespace: str, name: str, limit: int = 12) -> list[str]:
+        """The scheduler's log lines naming ``namespace/name...`` (pods, groups): a failed row's
+        evidence, the last ``limit``."""
+        needle = f"{namespace}/{name}"
+        text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        return [line[:400] for line in text.splitlines() if needle in line][-limit:]
 
     def cycles(self, namespace: str, group: str) -> int:
         """How many PodGroup cycles the scheduler ran on ``group`` and logged as unschedulable."""

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.native_table import NAMESPACE, NEVER, ROWS, run_row, selected_rows, table
+from e2e.native_rows import NAMESPACE, NEVER, ROWS, selected_rows
+from e2e.native_table import run_row, table
 from e2e.native_world import NativeWorld
 
 pytestmark = pytest.mark.e2e_native

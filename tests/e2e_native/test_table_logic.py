@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from e2e.kueue_scenario import RACK
+from e2e.native_fate import Fate
+from e2e.native_rows import FITS, NEVER, WAITS, Row, group_row, job_group_row
 from e2e.native_scenario import nodes
-from e2e.native_table import FITS, NEVER, WAITS, Fate, Row, compare, group_row, job_group_row
+from e2e.native_table import compare
 from e2e.native_verdict import verdict
 
 HOSTS = nodes()
