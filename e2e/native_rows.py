@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.kueue_scenario import BLOCK, RACK
-from e2e.native_scenario import Shape, bound_pod, hand_written, indexed_job, job_in_group
+from e2e.native_scenario import HOSTNAME, Shape, bound_pod, hand_written, indexed_job, job_in_group
 
 NAMESPACE = "table"
 ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
@@ -123,6 +123,12 @@ ROWS: tuple[Row, ...] = (
     # A Job of 4 pods joining a PodGroup of minCount 5: GangScheduling's PreEnqueue keeps all 4 out
     # of the queue until 5 exist, and the Job never makes a fifth.
     job_group_row("job-4-in-min5-group", NEVER, 4, 4, RACK, min_count=5),
+    # One host as the domain: 2 x 3 GPUs fit r3-h0 (6 free) and every free host; r3-h0 is the
+    # fullest. 2 x 8 GPUs never share a host.
+    group_row("host-2x3", FITS, 2, 3, 2, HOSTNAME),
+    group_row("host-2x8-never", NEVER, 2, 8, 2, HOSTNAME),
+    # A key no node carries: the scheduler generates no placement at all, so the group never runs.
+    group_row("zone-key-unlabelled-never", NEVER, 2, 4, 2, "topology.example.com/zone"),
 )
 
 

@@ -22,6 +22,7 @@ from e2e.kueue_scenario import BLOCK, RACK
 from e2e.native import SCHEDULING_API
 from e2e.nodes import GPU
 
+HOSTNAME = "kubernetes.io/hostname"
 RACKS = {"r0": "b0", "r1": "b0", "r2": "b1", "r3": "b1"}  # rack -> block
 HOSTS_PER_RACK = 3
 NODE_ALLOCATABLE: Mapping[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}
@@ -33,9 +34,9 @@ PRIORITY_CLASSES: Mapping[str, int] = {"first": 1000, "last": -10}  # pods witho
 
 
 def nodes() -> dict[str, dict[str, str]]:
-    """Node name -> its topology labels (``kubernetes.io/hostname`` is added by Cluster.add_node)."""
+    """Node name -> its topology labels (the hostname as Cluster.add_node sets it too)."""
     return {
-        f"{rack}-h{h}": {BLOCK: block, RACK: rack, "type": "kwok"}
+        f"{rack}-h{h}": {BLOCK: block, RACK: rack, HOSTNAME: f"{rack}-h{h}", "type": "kwok"}
         for rack, block in RACKS.items()
         for h in range(HOSTS_PER_RACK)
     }
