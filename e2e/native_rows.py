@@ -109,6 +109,7 @@ ROWS: tuple[Row, ...] = (
     group_row("block-13x4-never", NEVER, 13, 4, 13, BLOCK),  # 52 > 48
     group_row("basic-rack-3x4", FITS, 3, 4, None, RACK),
     group_row("basic-2x4", FITS, 2, 4, None, None),
+    group_row("basic-rack-7x4", FITS, 7, 4, None, RACK),
     job_group_row("job-in-rack-group-3x4", FITS, 3, 4, RACK),
     cpu_heavy_rack_row(),
     # One 8-GPU pod and three of 4 GPUs (20 GPUs) at rack; the scheduler tries a group's pods in
@@ -127,6 +128,13 @@ ROWS: tuple[Row, ...] = (
     # fullest. 2 x 8 GPUs never share a host.
     group_row("host-2x3", FITS, 2, 3, 2, HOSTNAME),
     group_row("host-2x8-never", NEVER, 2, 8, 2, HOSTNAME),
+    # nodeSelector block b1: of its racks r3 (22 free) holds 4 x 4 GPUs, r2 (12) only 3; r0, the
+    # fullest rack that holds it, is filtered out. A selector for the one host r2-h0 (8 GPUs when
+    # empty) leaves a gang of 3 x 4 GPUs no placement, though its rack holds 6 such pods.
+    mixed_rack_row("rack-4x4-selector-b1", FITS, [Shape(4, node_selector=((BLOCK, "b1"),))] * 4),
+    mixed_rack_row(
+        "rack-3x4-selector-one-host-never", NEVER, [Shape(4, node_selector=((HOSTNAME, "r2-h0"),))] * 3
+    ),
     # A key no node carries: the scheduler generates no placement at all, so the group never runs.
     group_row("zone-key-unlabelled-never", NEVER, 2, 4, 2, "topology.example.com/zone"),
 )

@@ -50,6 +50,7 @@ class Shape:
     cpu: int | None = None
     gib: int | None = None
     priority_class: str | None = None  # one of PRIORITY_CLASSES
+    node_selector: tuple[tuple[str, str], ...] = ()
 
     def resources(self) -> dict[str, Any]:
         cpu = CPU_PER_GPU * self.gpus if self.cpu is None else self.cpu
@@ -71,6 +72,8 @@ def pod_spec(shape: Shape | int, group: str | None = None) -> dict[str, Any]:
         spec["schedulingGroup"] = {"podGroupName": group}
     if shape.priority_class is not None:
         spec["priorityClassName"] = shape.priority_class
+    if shape.node_selector:
+        spec["nodeSelector"] = dict(shape.node_selector)
     return spec
 
 
