@@ -98,3 +98,12 @@ async def test_the_heartbeat_says_when_its_answered_question_was_sent(
     messages = [r.getMessage() for r in caplog.records]
     assert sum("does not answer" in m for m in messages) == 1, "logged once per outage"
     assert sum("answers again" in m for m in messages) == 1
+
+
+def test_the_probe_comes_several_times_within_stale_after() -> None:
+    """A quiet, healthy cluster must never read as stale: with probes every ``stale_after``
+    seconds the state would be just past the limit before each answer (a CI flake at 5 s)."""
+    assert heartbeat.interval_for(0.0) == heartbeat.INTERVAL  # a static state: the default
+    assert heartbeat.interval_for(60.0) == heartbeat.INTERVAL
+    assert heartbeat.interval_for(5.0) == 1.25
+    assert heartbeat.interval_for(5.0) * 2 < 5.0  # one lost answer still leaves it fresh

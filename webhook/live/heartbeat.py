@@ -26,6 +26,14 @@ from webhook.live.api import call_json
 
 log = logging.getLogger("tasgate.live")
 PROBE = "/api/v1/namespaces?limit=1"
+INTERVAL = 5.0  # seconds between probes, unless --stale-after asks for more often
+
+
+def interval_for(stale_after: float) -> float:
+    """Probe several times within ``stale_after``: a state is as old as the last answer, so a
+    probe every ``stale_after`` seconds would let a healthy, quiet cluster read just past the
+    limit before each answer (5 s probes against ``--stale-after 5``)."""
+    return INTERVAL if stale_after <= 0 else min(INTERVAL, stale_after / 4)
 
 
 class Alive(Protocol):
@@ -33,7 +41,7 @@ class Alive(Protocol):
 
 
 async def beat_forever(
-    api: client.ApiClient, sink: Alive, interval: float = 5.0, timeout: float = 10.0
+    api: client.ApiClient, sink: Alive, interval: float = INTERVAL, timeout: float = 10.0
 ) -> None:
     """Probe every ``interval`` seconds; a failure is logged once per outage, and its end too."""
     failing = False

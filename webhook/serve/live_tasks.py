@@ -35,6 +35,7 @@ from webhook.serve.keys import (
     METRICS,
     PODGROUPS,
     POLICY,
+    SETTINGS,
     STATE,
     SUPERVISOR,
     Election,
@@ -69,7 +70,8 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
                 f"watch-{kind.name}", functools.partial(watch.run_kind, api, kind, mirror, source.watch)
             )
         supervisor.spawn("publish", mirror.publish_forever)
-        supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror))
+        every = heartbeat.interval_for(app[SETTINGS].stale_after)
+        supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror, every))
         events = _track(app, api, source, book)
         reconciler = _reconciler(app, api, source, events)
         _lead(app, api, source.election, events, {"podgroups": reconciler.run, "events": events.run})
