@@ -24,9 +24,10 @@ from webhook.state.cluster import ClusterState, build_state
 from webhook.track.admission import PodSetAdmission
 from webhook.track.classify import Gang, State, classify
 from webhook.track.compare import REASONS, compare
+from webhook.track.fields import timestamp
 from webhook.track.ledger import Ledger
 from webhook.track.predict import Assessment, PodSetFigure
-from webhook.track.records import parse_pod, parse_pod_group, parse_workload, timestamp
+from webhook.track.records import parse_pod, parse_pod_group, parse_workload
 
 from .conftest import GPU, HOST, MANIFESTS, kueue_objects, node
 

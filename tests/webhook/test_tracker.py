@@ -29,7 +29,7 @@ from webhook.serve.keys import Settings, StateSource
 from webhook.serve.lifecycle_metrics import LifecycleMetrics
 from webhook.state.cluster import build_state
 from webhook.track.compare import Comparison
-from webhook.track.records import timestamp
+from webhook.track.fields import timestamp
 
 from .conftest import HOST, MANIFESTS, kueue_objects, node
 

@@ -28,8 +28,9 @@ from webhook.decide.verdicts import Review
 from webhook.model.workloads.native import NATIVE_API, read_native
 from webhook.state.admission import PodSetAdmission
 from webhook.state.cluster import ClusterState
+from webhook.track.fields import timestamp
 from webhook.track.predict import Assessment, PodSetFigure
-from webhook.track.records import Condition, Owner, PodRecord, WorkloadRecord, parse_conditions, timestamp
+from webhook.track.records import Condition, Owner, PodRecord, WorkloadRecord, parse_conditions
 from webhook.wire.errors import InvalidObject
 
 SCHEDULED, DISRUPTION = "PodGroupScheduled", "DisruptionTarget"

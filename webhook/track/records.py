@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from webhook.track.admission import PodSetAdmission, workload_admission
+from webhook.track.fields import clip as _clip
+from webhook.track.fields import int_of as _int
+from webhook.track.fields import list_of as _list
+from webhook.track.fields import map_of as _map
+from webhook.track.fields import timestamp
 
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # Kueue's TAS annotation on the pods it admits
 PODSET_LABEL = "kueue.x-k8s.io/podset"  # on every pod of an admitted Workload (its PodSet name)
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"  # a JobSet's pods are owned by its Jobs
-TEXT_LIMIT = 300
 
 
 @dataclass(frozen=True)
@@ -260,16 +263,6 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroupRecord:
     )
 
 
-def timestamp(value: object) -> float | None:
-    """An RFC 3339 time (``2026-01-01T00:00:00Z``) as seconds since the epoch; None if absent or bad."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
-
-
 def _controller(meta: Mapping[str, Any]) -> Owner | None:
     refs = [r for r in _list(meta.get("ownerReferences")) if isinstance(r, Mapping)]
     ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
@@ -281,26 +274,3 @@ def _controller(meta: Mapping[str, Any]) -> Owner | None:
         str(ref.get("name", "")),
         str(ref.get("uid", "")),
     )
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return 0
-
-
-def _clip(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
