@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from e2e.native_pods import Settled, pod_scheduled_condition
 from e2e.native_rows import ERROR, FITS, NAMESPACE, NEVER, WAITS, Row
-from e2e.native_world import NativeWorld, Settled, pod_scheduled_condition, wait_until
+from e2e.native_world import NativeWorld, wait_until
 
 NEVER_CYCLES = 3
 NEVER_SECONDS = 5.0  # and this long: five of the scheduler's 1 s maximum backoff (e2e/native.py)

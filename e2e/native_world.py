@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from e2e.native import (
     WORKLOADS,
     NativeCluster,
     kinds_for_state,
-    scheduled_condition,
 )
+from e2e.native_pods import Settled, bound, refused
 from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes, priority_classes
 
 SETTLE_TIMEOUT = 60.0
@@ -40,43 +39,6 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = SETTLE_TIM
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.25)
-
-
-def pod_scheduled_condition(pod: Mapping[str, Any]) -> dict[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled":
-            return dict(condition)
-    return None
-
-
-def bound(pod: Mapping[str, Any]) -> bool:
-    return bool(pod["spec"].get("nodeName"))
-
-
-def refused(pod: Mapping[str, Any]) -> bool:
-    """The scheduler tried the pod and wrote why it could not place it (PodScheduled=False)."""
-    condition = pod_scheduled_condition(pod)
-    return not bound(pod) and condition is not None and condition.get("status") == "False"
-
-
-@dataclass(frozen=True)
-class Settled:
-    """Where a group's pods ended up after the scheduler's last cycle on it."""
-
-    pod_group: dict[str, Any]
-    pods: list[dict[str, Any]]
-
-    @property
-    def bound_nodes(self) -> list[str]:
-        return sorted(p["spec"]["nodeName"] for p in self.pods if bound(p))
-
-    @property
-    def condition(self) -> dict[str, Any] | None:
-        return scheduled_condition(self.pod_group)
-
-    @property
-    def scheduled(self) -> bool:
-        return (self.condition or {}).get("status") == "True"
 
 
 class NativeWorld:
