@@ -22,11 +22,8 @@ Every review's final verdict (the audit line of /validate, or a /mutate denial) 
 from __future__ import annotations
 
 import json
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,19 +31,16 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.controlplane import ControlPlane, free_ports
 from e2e.kueue_scenario import RACK
 from e2e.native import SCHEDULING_API
 from e2e.native_scenario import indexed_job, pod_spec
 from e2e.native_world import NativeWorld, wait_until
-from e2e.processes import stop_process
-from e2e.serving import TASGATE, serve_argv
-from webhook.serve import certs
+from e2e.serving import TASGATE
+from tests.e2e_native.conftest import LiveTasgate, serve_live
 
 pytestmark = pytest.mark.e2e_native
 
 NS = "live"
-SELECTOR = "tasgate.io/native-live"
 POLICY = {
     "apiVersion": "tasgate.io/v1alpha1",
     "kind": "AdmissionPolicy",
@@ -66,127 +60,10 @@ POLICY = {
 }
 
 
-class LiveTasgate:
-    """``tasgate serve --kubeconfig`` (leader election on), its audit on stdout, log on stderr."""
-
-    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
-        self.workdir, self.certs = workdir, workdir / "certs"
-        self.policy = workdir / "policy.yaml"
-        self.policy.write_text(yaml.safe_dump(POLICY))
-        self.port, self.metrics_port = free_ports(2)
-        argv = serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, "0")
-        self.out, self.err = workdir / "tasgate.out", workdir / "tasgate.err"
-        with self.out.open("wb") as out, self.err.open("wb") as err:
-            self.proc = subprocess.Popen([*argv, "--policy", str(self.policy)], stdout=out, stderr=err)
-
-    def alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"tasgate exited {self.proc.returncode}:\n{self.err.read_text()[-3000:]}")
-
-    def ready(self) -> bool:
-        self.alive()
-        if not (self.certs / "ca.crt").exists():  # tasgate writes its certificates as it starts
-            return False
-        context = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
-        try:
-            with urllib.request.urlopen(
-                f"https://localhost:{self.port}/readyz", context=context, timeout=5
-            ) as r:
-                return bool(r.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
-    def metrics(self) -> str:
-        self.alive()
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
-            return str(r.read().decode())
-
-    def verdicts(self) -> dict[tuple[str, str], tuple[str, bool]]:
-        """(kind, name) -> (reason, allowed) of each request's final answer in this namespace."""
-        out = {}
-        for line in self.out.read_text().splitlines():
-            record = json.loads(line) if line.startswith("{") else {}
-            if record.get("namespace") == NS and record.get("final") and not record.get("dryRun"):
-                out[(record["kind"], record["name"])] = (record["reason"], record["allowed"])
-        return out
-
-    def stop(self) -> None:
-        stop_process(self.proc, 20)
-
-
-def webhooks(port: int, ca_bundle: str) -> list[dict[str, Any]]:
-    rules = [
-        {"operations": ["CREATE"], "apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"]},
-        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]},
-        {
-            "operations": ["CREATE"],
-            "apiGroups": ["scheduling.k8s.io"],
-            "apiVersions": ["v1alpha2"],
-            "resources": ["workloads", "podgroups"],
-        },
-    ]
-    common = {
-        "admissionReviewVersions": ["v1"],
-        "sideEffects": "NoneOnDryRun",
-        "timeoutSeconds": 10,
-        "failurePolicy": "Fail",
-        "rules": rules,
-        "namespaceSelector": {"matchLabels": {SELECTOR: "on"}},
-    }
-    configs = []
-    for kind, endpoint, extra in (
-        ("MutatingWebhookConfiguration", "mutate", {"reinvocationPolicy": "IfNeeded"}),
-        ("ValidatingWebhookConfiguration", "validate", {}),
-    ):
-        hook = {"clientConfig": {"url": f"https://localhost:{port}/{endpoint}", "caBundle": ca_bundle}}
-        configs.append(
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": kind,
-                "metadata": {"name": "tasgate-native-live"},
-                "webhooks": [{"name": f"{endpoint}.tasgate.io", **hook, **common, **extra}],
-            }
-        )
-    return configs
-
-
 @pytest.fixture(scope="module")
 def live(world: NativeWorld, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTasgate]:
-    cp = world.cp
-    workdir = tmp_path_factory.mktemp("native-live")
-    world.restore_blockers()
-    cp.kubectl("create", "namespace", NS)
-    cp.kubectl("label", "namespace", NS, f"{SELECTOR}=on")
-    tasgate = LiveTasgate(cp, workdir)
-    configs = webhooks(tasgate.port, "")
-    try:
-        wait_until("tasgate to sync and report ready", tasgate.ready, 90)
-        configs = webhooks(tasgate.port, certs.ca_bundle(tasgate.certs / "ca.crt"))
-        cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configs))
-        probe = yaml.safe_dump(indexed_job("probe", NS, 2, 1))
-
-        def answering() -> bool:
-            result = cp.kubectl("create", "--dry-run=server", "-f", "-", input=probe, check=False)
-            return result.returncode == 0 and any(k == ("Job", "probe") for k in tasgate_dry_runs(tasgate))
-
-        wait_until("the API server to call tasgate", answering, 60)
+    with serve_live(world, tmp_path_factory.mktemp("native-live"), NS, POLICY) as tasgate:
         yield tasgate
-    finally:
-        for config in configs:
-            cp.kubectl(
-                "delete", config["kind"], config["metadata"]["name"], "--ignore-not-found", check=False
-            )
-        tasgate.stop()
-        world.clear(NS)
-
-
-def tasgate_dry_runs(tasgate: LiveTasgate) -> list[tuple[str, str]]:
-    found = []
-    for line in tasgate.out.read_text().splitlines():
-        record = json.loads(line) if line.startswith("{") else {}
-        if record.get("dryRun"):
-            found.append((str(record.get("kind")), str(record.get("name"))))
-    return found
 
 
 def dump(world: NativeWorld, directory: Path) -> Path:

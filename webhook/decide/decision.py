@@ -17,6 +17,7 @@ from webhook.decide.depends import left_out
 from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
 from webhook.decide.native import decide_native
+from webhook.decide.native_create import create_native
 from webhook.decide.native_subject import native_subject
 from webhook.decide.never import never_message, partial_warnings
 from webhook.decide.patch import Entry, build_patch
@@ -52,6 +53,9 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         reason=Reason.NOT_A_WORKLOAD,
         generation=state.generation,
     )
+    created = create_native(review, base, state, policy)  # a native gang tasgate makes itself
+    if created is not None:
+        return created
     try:
         subject = native_subject(obj, base.namespace, state)
     except InvalidObject as exc:

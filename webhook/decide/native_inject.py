@@ -40,7 +40,7 @@ def inject_native(
     obj: Mapping[str, Any], namespace: str, subject: Subject, policy: Policy, state: ClusterState
 ) -> Injected:
     """The subject with the policy's topology key on each group that has none, and the patch."""
-    rule = _rule(namespace, subject, policy, state)
+    rule = rule_for(namespace, subject, policy, state)
     if rule is None or subject.kind == "Pod" or subject.missing:
         return Injected(subject)
     if rule.inject.mode != "required":
@@ -55,7 +55,7 @@ def inject_native(
         ):
             groups.append(g)
             continue
-        key, problem = _level(g, rule, policy, state)
+        key, problem = inject_key(g, rule, policy, state)
         if key is None:
             warnings.append(problem)
             groups.append(g)
@@ -66,7 +66,9 @@ def inject_native(
     return Injected(replace(subject, groups=tuple(groups)), tuple(patch), tuple(warnings))
 
 
-def _rule(namespace: str, subject: Subject, policy: Policy, state: ClusterState) -> Rule | None:
+def rule_for(namespace: str, subject: Subject, policy: Policy, state: ClusterState) -> Rule | None:
+    """The policy rule that selects the native backend for this subject (matched on its pods and
+    GPUs, as Kueue workloads are), else None; `native_create` asks the same question."""
     pods = sum(g.count + g.members.bound for g in subject.groups)
     gpus = per_pod = 0
     for g in subject.groups:
@@ -81,7 +83,9 @@ def _rule(namespace: str, subject: Subject, policy: Policy, state: ClusterState)
     return rule if rule is not None and rule.gang.backend == BACKEND else None
 
 
-def _level(g: Group, rule: Rule, policy: Policy, state: ClusterState) -> tuple[str | None, str]:
+def inject_key(g: Group, rule: Rule, policy: Policy, state: ClusterState) -> tuple[str | None, str]:
+    """The topology key a ``required`` rule gives group ``g`` (its level, or the tightest that
+    holds it on the empty cluster), or None and the warning saying why none is added."""
     if rule.inject.level != TIGHTEST:
         return rule.inject.level, ""
     levels: Sequence[str] = policy.default_topology.levels if policy.default_topology else ()

@@ -1,6 +1,7 @@
 """The one JSON Patch (RFC 6902) builder: add missing map entries, never overwrite.
 
-Every mutation tasgate makes is "this label/annotation must exist on that metadata map".
+Every mutation tasgate makes is "this key must exist in that map": a label or an annotation on
+a template's metadata, or (the native backend) ``schedulingGroup`` on a template's pod spec.
 Entries already present are left alone, so running the decision on its own output yields
 no patch (mutating webhooks may be reinvoked).
 """
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 Path = tuple[str | int, ...]
+Value = str | Mapping[str, str]
+_KEY_HOLDERS = frozenset({"metadata", "labels", "annotations"})
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,16 @@ class Entry:
     value: str
 
 
+@dataclass(frozen=True)
+class MapEntry:
+    """As ``Entry``, for a map value (``schedulingGroup: {podGroupName}`` on a pod spec): added
+    whole when ``key`` is missing, never merged into one that exists."""
+
+    map_path: Path
+    key: str
+    value: Mapping[str, str]
+
+
 def escape(token: str | int) -> str:
     """RFC 6901: '~' becomes '~0' and '/' becomes '~1' (in that order)."""
     return str(token).replace("~", "~0").replace("/", "~1")
@@ -33,15 +46,16 @@ def pointer(path: Iterable[str | int]) -> str:
     return "".join("/" + escape(p) for p in path)
 
 
-def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry]) -> list[dict[str, Any]]:
+def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry | MapEntry]) -> list[dict[str, Any]]:
     """The smallest add-only patch that makes every entry true of ``obj``."""
-    wanted: dict[Path, dict[str, str]] = {}
+    wanted: dict[Path, dict[str, Value]] = {}
     for e in entries:
         wanted.setdefault(e.map_path, {}).setdefault(e.key, e.value)
     ops: list[dict[str, Any]] = []
     doc: Any = obj
     for map_path, values in wanted.items():
-        for where, value in _adds_for_map(doc, map_path, values):
+        for where, raw in _adds_for_map(doc, map_path, values):
+            value = _plain(raw)
             ops.append({"op": "add", "path": pointer(where), "value": value})
             if isinstance(value, dict):
                 # A map this patch creates must be seen by later entries below it (labels and
@@ -50,7 +64,12 @@ def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry]) -> list[dict[s
     return ops
 
 
-def _adds_for_map(obj: Any, map_path: Path, values: Mapping[str, str]) -> list[tuple[Path, Any]]:
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy: maps as dicts (the patch is serialised, and may be applied again)."""
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, Mapping) else value
+
+
+def _adds_for_map(obj: Any, map_path: Path, values: Mapping[str, Value]) -> list[tuple[Path, Any]]:
     node: Any = obj
     for depth, part in enumerate(map_path):
         child = _child(node, part)
@@ -89,13 +108,16 @@ def _child(node: Any, part: str | int) -> Any:
 
 
 def added_keys(op: Mapping[str, Any]) -> list[str]:
-    """The label/annotation keys an "add" op writes, however deep the map it creates."""
+    """The keys an "add" op writes: a label's or annotation's, however deep the map it creates,
+    else the field it adds (``schedulingGroup``, ``schedulingConstraints``)."""
+    tokens = [_unescape(t) for t in str(op["path"]).split("/")[1:]]
     value = op.get("value")
-    if not isinstance(value, Mapping):
-        return [str(op["path"]).rsplit("/", 1)[-1].replace("~1", "/").replace("~0", "~")]
-    while len(value) == 1 and isinstance(next(iter(value.values())), Mapping):
+    while isinstance(value, Mapping) and len(value) == 1 and isinstance(next(iter(value.values())), Mapping):
+        tokens.append(str(next(iter(value))))
         value = next(iter(value.values()))
-    return [str(k) for k in value]
+    if isinstance(value, Mapping) and tokens and tokens[-1] in _KEY_HOLDERS:
+        return [str(k) for k in value]
+    return tokens[-1:]
 
 
 def apply_entries(obj: Mapping[str, Any], ops: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

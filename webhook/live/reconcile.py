@@ -10,6 +10,8 @@ says what to create) and POSTs it, owned by the workload (garbage-collected with
 labelled ``app.kubernetes.io/managed-by=tasgate``. A PodGroup deleted under live pods is missing
 again: repaired. A full resync every ``resync_seconds`` re-derives all of it from the watches,
 so nothing is kept only in memory: a restarted or newly elected leader finds the same work.
+Native v1.36 gangs tasgate makes (a Workload, then its PodGroup) are found the same way from
+the unbound pods naming them (``reconcile_native``).
 
 Early triggers make the PodGroup before any pod exists: the validating review's ``hint``
 (GET the object it names, waiting up to ``hint_seconds`` for it to be persisted) and the
@@ -33,7 +35,6 @@ Use: ``kinds()`` are fed to ``watch.run_kind`` on every replica (a new leader st
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
@@ -45,6 +46,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.live import reconcile_http as http
+from webhook.live import reconcile_native as native
 from webhook.live import reconcile_view as view
 from webhook.live.api import call_json
 from webhook.live.events import EventRecorder
@@ -89,7 +91,7 @@ class ReconcileSettings:
 Key = view.Target | Intent
 
 
-class Reconciler(view.View):
+class Reconciler(native.NativeView):
     """The watch ``Sink`` (every replica) and the PodGroup writer (``run``: the leader only)."""
 
     def __init__(
@@ -110,7 +112,7 @@ class Reconciler(view.View):
 
     def kinds(self) -> list[Kind]:
         """What to feed this sink with (``watch.run_kind`` per kind, on every replica)."""
-        return view.kinds()
+        return [*view.kinds(), *native.kinds(self.gate)]
 
     def hint(self, intent: Intent) -> None:
         """The validating review admitted this object: make its PodGroups as soon as it exists."""
@@ -227,7 +229,7 @@ class Reconciler(view.View):
         owner.setdefault("apiVersion", intent.api_version)
         owner.setdefault("kind", intent.kind)
         groups = await self.compute(owner)
-        if not any(view.carries(owner, g) for g in groups):
+        if not any(native.carries(owner, g) for g in groups):
             self.record("none-needed")
         await self._create_all(owner, groups)
         self._forget(intent)
@@ -246,7 +248,7 @@ class Reconciler(view.View):
             if (obj.get("apiVersion"), obj.get("kind")) not in ADAPTERS:
                 continue
             groups = await self.compute(obj)
-            if any(view.names(g, target) and view.carries(obj, g) for g in groups):
+            if any(view.names(g, target) and native.carries(obj, g) for g in groups):
                 await self._create_all(obj, groups)
                 self.failures.pop(target, None)
                 return
@@ -259,31 +261,35 @@ class Reconciler(view.View):
 
     async def _create_all(self, owner: Mapping[str, Any], groups: PodGroups) -> None:
         namespace = str((owner.get("metadata") or {}).get("namespace") or "")
-        for group in filter(functools.partial(view.carries, owner), groups):
+        for group in native.wanted(owner, groups):  # a native Workload before its PodGroup
             api_version, name = str(group.get("apiVersion")), str((group.get("metadata") or {}).get("name"))
-            if not self.exists(api_version, namespace, name):
+            if group.get("kind") != "PodGroup" or not self.exists(api_version, namespace, name):
                 await self._create(owner, group, api_version, name)
 
     async def _create(
         self, owner: Mapping[str, Any], group: Mapping[str, Any], api_version: str, name: str
     ) -> None:
         meta = owner.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        path = http.object_path(api_version, namespace, "podgroups")
+        namespace, kind = str(meta.get("namespace") or ""), str(group.get("kind") or "PodGroup")
+        path = http.object_path(api_version, namespace, http.plural(kind))
         try:
             await call_json(self.api, "POST", path, http.owned(group, owner))
         except ApiException as exc:
             if exc.status == 409:
                 self.record("exists")
-                self.created(api_version, namespace, name)
+                self._made(kind, api_version, namespace, name)
                 return
             if not http.transient(exc):
-                why = "PodGroup CRD not installed" if exc.status == 404 else f"{exc.status} {exc.reason}"
-                self._warn(owner, name, f"cannot create PodGroup {name}: {why}", str(exc.status))
+                why = f"{api_version} not served" if exc.status == 404 else f"{exc.status} {exc.reason}"
+                self._warn(owner, name, f"cannot create {kind} {name}: {why}", str(exc.status))
             raise
-        self.created(api_version, namespace, name)
+        self._made(kind, api_version, namespace, name)
         self.record("created")
-        log.info("created PodGroup %s/%s for %s %s", namespace, name, owner.get("kind"), meta.get("name"))
+        log.info("created %s %s/%s for %s %s", kind, namespace, name, owner.get("kind"), meta.get("name"))
+
+    def _made(self, kind: str, api_version: str, namespace: str, name: str) -> None:
+        if kind == "PodGroup":  # a native Workload is not watched: POSTed again, 409 then
+            self.created(api_version, namespace, name)
 
     def _warn(self, owner: Mapping[str, Any], name: str, note: str, status: str) -> None:
         if self.events is not None:

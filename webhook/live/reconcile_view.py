@@ -21,7 +21,7 @@ one sink. ``View`` is the watch ``Sink``; the reconciler overrides ``wake`` and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,32 +140,40 @@ def _key(obj: Mapping[str, Any]) -> PodKey:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+Parser = Callable[[Mapping[str, Any]], GangPod | None]
+
+
 class Listed:
     """One kind's list as it arrives, each page reduced at once to what the view keeps."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    def __init__(self, kind: str, parser: Parser | None = None, group: bool = False) -> None:
+        self.kind, self.parser, self.group = kind, parser, group
         self.pods: dict[PodKey, GangPod] = {}
         self.groups: set[PodKey] = set()
 
     def add(self, items: Iterable[Mapping[str, Any]]) -> None:
         for obj in items:
-            if self.kind in POD_KINDS:
-                pod = parse_pod(obj)
+            if self.parser is not None:
+                pod = self.parser(obj)
                 if pod is not None:
                     self.pods[_key(obj)] = pod
-            elif self.kind in GROUP_KINDS:
+            elif self.group:
                 self.groups.add(_key(obj))
 
 
 class View:
-    """The watch ``Sink``: gang pods by the PodGroup they name, and the PodGroups that exist."""
+    """The watch ``Sink``: gang pods by the PodGroup they name, and the PodGroups that exist.
+    ``PARSERS`` (pod watch -> how a pod is read) and ``GROUPS`` (PodGroup watch -> apiVersion)
+    are what a subclass extends with more kinds (``reconcile_native``)."""
+
+    PARSERS: Mapping[str, Parser] = {kind: parse_pod for kind in POD_KINDS}
+    GROUPS: Mapping[str, str] = GROUP_KINDS
 
     def __init__(self) -> None:
-        self.seen: dict[str, dict[PodKey, GangPod]] = {kind: {} for kind in POD_KINDS}  # per watch
+        self.seen: dict[str, dict[PodKey, GangPod]] = {kind: {} for kind in self.PARSERS}  # per watch
         self.pods: dict[PodKey, GangPod] = {}  # what either watch holds
         self.members: dict[Target, set[PodKey]] = {}
-        self.groups: dict[str, set[PodKey]] = {api: set() for api in GROUP_KINDS.values()}
+        self.groups: dict[str, set[PodKey]] = {api: set() for api in self.GROUPS.values()}
         self.absent: set[str] = set()  # PodGroup apiVersions whose CRD is not served
         self.listed: set[str] = set()  # kinds listed (or known absent) at least once
 
@@ -179,10 +187,14 @@ class View:
 
     # -- questions --
 
+    def pod_kinds(self, api_version: str) -> set[str]:
+        """The pod watches whose pods may name a PodGroup of this apiVersion."""
+        return set(POD_KINDS)
+
     def missing(self, target: Target) -> bool:
-        kind = next(k for k, api in GROUP_KINDS.items() if api == target.api_version)
+        kind = next(k for k, api in self.GROUPS.items() if api == target.api_version)
         return (
-            {*POD_KINDS, kind} <= self.listed
+            {*self.pod_kinds(target.api_version), kind} <= self.listed
             and target.api_version not in self.absent
             and bool(self.members.get(target))
             and (target.namespace, target.name) not in self.groups[target.api_version]
@@ -205,15 +217,15 @@ class View:
     # -- the watch Sink --
 
     def listing(self, kind: str) -> Listed:
-        return Listed(kind)
+        return Listed(kind, self.PARSERS.get(kind), kind in self.GROUPS)
 
     def commit(self, pages: Listed) -> None:
-        if pages.kind in POD_KINDS:
+        if pages.kind in self.PARSERS:
             before, self.seen[pages.kind] = self.seen[pages.kind], pages.pods
             for key in before.keys() | pages.pods.keys():
                 self._refresh(key)
-        elif pages.kind in GROUP_KINDS:
-            api = GROUP_KINDS[pages.kind]
+        elif pages.kind in self.GROUPS:
+            api = self.GROUPS[pages.kind]
             self.groups[api] = pages.groups
             self.absent.discard(api)
         self.listed.add(pages.kind)
@@ -221,10 +233,10 @@ class View:
             self.wake(target)
 
     def apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
-        if kind in POD_KINDS:
+        if kind in self.PARSERS:
             self._pod(kind, event, obj)
-        elif kind in GROUP_KINDS:
-            target = Target(GROUP_KINDS[kind], *_key(obj))
+        elif kind in self.GROUPS:
+            target = Target(self.GROUPS[kind], *_key(obj))
             names = self.groups[target.api_version]
             if event == "DELETED":
                 names.discard((target.namespace, target.name))
@@ -238,9 +250,9 @@ class View:
                 self.early(owner, _key(obj)[0])
 
     def mark_absent(self, kind: str) -> None:
-        if kind in GROUP_KINDS:
-            self.absent.add(GROUP_KINDS[kind])
-            self.groups[GROUP_KINDS[kind]] = set()
+        if kind in self.GROUPS:
+            self.absent.add(self.GROUPS[kind])
+            self.groups[self.GROUPS[kind]] = set()
         self.listed.add(kind)
 
     def healthy(self, kind: str) -> None:
@@ -254,7 +266,7 @@ class View:
 
     def _pod(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         key = _key(obj)
-        pod = None if event == "DELETED" else parse_pod(obj)
+        pod = None if event == "DELETED" else self.PARSERS[kind](obj)
         if pod is None:
             self.seen[kind].pop(key, None)
         else:
