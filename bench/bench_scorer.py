@@ -305,7 +305,6 @@ def placement_breakdown(cluster: Cluster, repeats: int = 400) -> dict[str, float
     Reaches into View's private helpers (a diagnostic, not an API): the engine call is timed
     on its own, the rest is the Python preparation and the conversion of its answer.
     """
-    from scorer.resolve import resolve  # noqa: PLC0415 - diagnostic only
     from scorer.snapshot import _groups  # noqa: PLC0415 - diagnostic only
 
     view, engine = cluster.now, scorer.engines()["compiled"]
@@ -321,16 +320,16 @@ def placement_breakdown(cluster: Cluster, repeats: int = 400) -> dict[str, float
         free = array("q", view.free)
         t = clock("copy free capacity (array)", t)
         (group,) = _groups(FULL)
-        resolved = resolve(group.workers.topology, view.tree.levels)
-        assert not isinstance(resolved, str), resolved
-        t = clock("group + resolve levels", t)
-        request, _names = view._request(group, resolved)
-        t = clock("build GroupRequest (taints/selectors)", t)
+        plan = view._plan(group)
+        assert not isinstance(plan, str), plan
+        t = clock("group + plan (remembered per tree)", t)
+        request = view._request(group, plan)
+        t = clock("build GroupRequest (amounts, selectors)", t)
         raw = engine.place_group(view.tree, free, request)
         t = clock("engine.place_group (compiled)", t)
-        levels = view._levels(raw, resolved.slice_size)
+        levels = view._levels(raw, plan)
         t = clock("per-level table (LevelCapacity)", t)
-        view._assignment(raw.worker_leaves, raw.worker_counts)
+        view._assignment(plan, raw.worker_leaves, raw.worker_counts)
         t = clock("assignment objects", t)
         view._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
         t = clock("consume capacity for later PodSets", t)
@@ -341,6 +340,32 @@ def placement_breakdown(cluster: Cluster, repeats: int = 400) -> dict[str, float
     out = {name: statistics.median(v) / 1000 for name, v in steps.items()}
     out["View.place (measured as a whole)"] = statistics.median(totals) / 1000
     return out
+
+
+def place_overhead(
+    cluster: Cluster, pod_sets: tuple[PodSetRequest, ...], repeats: int = 2000
+) -> tuple[float, float]:
+    """Median microseconds of View.place and of the compiled engine alone on the same request.
+
+    Interleaved call by call (the same machine state for both); the difference is the Python
+    around the engine, which also holds the GIL: issue 21 asks it to stay small.
+    """
+    from scorer.snapshot import _groups  # noqa: PLC0415 - diagnostic only
+
+    view, engine = cluster.now, scorer.engines()["compiled"]
+    group = _groups(pod_sets)[0]
+    plan = view._plan(group)
+    assert not isinstance(plan, str), plan
+    request = view._request(group, plan)
+    whole, alone = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        view.place(pod_sets, engine=engine)
+        t1 = time.perf_counter_ns()
+        engine.place_group(view.tree, view.free, request)
+        whole.append(t1 - t0)
+        alone.append(time.perf_counter_ns() - t1)
+    return statistics.median(whole) / 1000, statistics.median(alone) / 1000
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -390,6 +415,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\nWhere View.place goes, full placement at {breakdown_size} nodes, compiled (median us):")
             for name, us in steps.items():
                 print(f"  {name:<40} {us:>9.1f}")
+            print("\nView.place beside the compiled engine alone (median us; one group each):")
+            for n, cluster in clusters.items():
+                for label, pod_sets in (("rack_now", FULL), ("leader_workers", LEADER_WORKERS)):
+                    whole, alone = place_overhead(cluster, pod_sets)
+                    print(
+                        f"  {n:>6} nodes {label:<16} place {whole:>8.1f}  engine {alone:>8.1f}"
+                        f"  Python around it {whole - alone:>6.1f}"
+                    )
 
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
     results.append(

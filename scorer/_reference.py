@@ -10,6 +10,8 @@ the same level is a smaller level-value path, Kueue's final tie-break.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from scorer._reference_counts import aggregate, fill_leaves, level_table
 from scorer._reference_state import State
@@ -24,6 +26,41 @@ from scorer.request import (
 from scorer.tree import Tree
 
 NAME = "reference"
+_T = TypeVar("_T")
+
+
+def frozen(cls: type[_T], fields: tuple[str, ...], values: tuple[object, ...]) -> _T:
+    """Twin of ``scorer._core.frozen``: the dataclass's own constructor."""
+    if len(values) != len(fields):
+        raise TypeError(f"frozen({cls.__name__}): {len(values)} values for {len(fields)} fields")
+    return cls(*values)
+
+
+def amounts(requests: Mapping[str, int], names: tuple[str, ...], pods_at: int) -> array[int]:
+    """Twin of ``scorer._core.amounts``: each name's amount, the pod itself one more at ``pods_at``."""
+    if not 0 <= pods_at < len(names):
+        raise IndexError(f"amounts: pods_at {pods_at} is not among {len(names)} names")
+    return array("q", [requests.get(n, 0) + (i == pods_at) for i, n in enumerate(names)])
+
+
+def level_rows(
+    cls: type[_T],
+    fields: tuple[str, ...],
+    names: tuple[str, ...],
+    domains: tuple[int, ...],
+    paths: Sequence[tuple[str, ...]],
+    pods: list[int],
+    slices: list[int],
+    fitting: list[int],
+    best: list[int],
+) -> tuple[_T, ...]:
+    """Twin of ``scorer._core.level_rows``: one row per level."""
+    if not len(domains) == len(pods) == len(slices) == len(fitting) == len(best) == len(names):
+        raise ValueError("level_rows: one entry per level in every column")
+    columns = zip(names, pods, slices, fitting, domains, best, strict=True)
+    return tuple(
+        frozen(cls, fields, (n, p, s, f, d, paths[b] if b >= 0 else None)) for n, p, s, f, d, b in columns
+    )
 
 
 def place_group(tree: Tree, free: array[int], req: GroupRequest) -> RawResult:

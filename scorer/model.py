@@ -180,8 +180,8 @@ class Assignment:
         (never cleared, so concurrent first reads are safe): they must not change afterwards."""
         if len(leaves) != len(counts):
             raise ValueError("one count per leaf")
-        made = cls(levels, ())
-        made._domains = None
+        made = cls.__new__(cls)  # every slot set here: __init__ would set five of them twice
+        made.levels, made._domains = levels, None
         made._paths, made._offset, made._last_only = paths, offset, last_only
         made._leaves, made._counts = leaves, counts
         return made

@@ -3,14 +3,21 @@
 Both engines (`scorer._core`, compiled, and `scorer._reference`, pure Python) expose
 ``place_group(tree, free, request) -> RawResult`` over exactly these types; nothing else
 crosses the boundary, which is what lets the tests compare them value for value.
+
+Also what the snapshot layer builds requests from: `Plan`, the part of a request that depends
+only on the tree and the request's shape, remembered per tree so that a placement's Python work
+around the engine stays a few microseconds; and the per-selector leaf exclusions.
 """
 
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
+from scorer.model import PODS, PodSetRequest, Toleration, TopologyRequest
+from scorer.nodes import affinity_matches, first_untolerated, selector_matches
+from scorer.resolve import ResolvedLevels, resolve
 from scorer.tree import Tree
 
 STATUS_FIT = 0
@@ -89,3 +96,122 @@ class Engine(Protocol):
     NAME: str
 
     def place_group(self, tree: Tree, free: array[int], request: GroupRequest) -> RawResult: ...
+
+
+PLAN_CACHE_SIZE = 256  # distinct request shapes remembered per tree
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The part of a GroupRequest that depends only on the tree and the request's shape.
+
+    Resource columns of the sorted names, the taint classes the tolerations leave out, the
+    resolved levels as arrays, and the per-level constants of the LevelCapacity rows: about
+    8 us of Python a placement at any cluster size, the same for every workload of one shape.
+    Remembered per tree (`plans`), so each placement builds only the amounts and the count.
+    The arrays are shared by every request made from the plan: engines only read them (the
+    compiled one through ``const`` memoryviews).
+    """
+
+    names: tuple[str, ...]
+    pods_at: int  # where PODS is in names (every pod asks for one)
+    req_col: array[int]
+    resolved: ResolvedLevels
+    inner_sizes: array[int]
+    layer_levels: array[int]
+    layer_sizes: array[int]
+    check_nodes: bool
+    class_excluded: array[int]
+    level_names: tuple[str, ...]
+    domains: tuple[int, ...]  # per level
+    assign_levels: tuple[str, ...]  # an Assignment's levels: hostname alone when hosts are leaves
+    leaf_offset: int
+
+
+def plans(tree: Tree) -> dict[object, Plan | str]:
+    """The tree's plans by request shape (a failure reason when the topology request cannot
+    be resolved). Lives in ``tree.memo``: an edited tree is a new tree and starts empty; two
+    threads racing here make two dicts, and one is dropped."""
+    found = tree.memo.get("plans")
+    if found is None:
+        found = tree.memo["plans"] = {}
+    return cast("dict[object, Plan | str]", found)
+
+
+def plan_of(
+    tree: Tree, workers: PodSetRequest, leader: PodSetRequest | None, flavor: tuple[Toleration, ...]
+) -> Plan | str:
+    """The group's plan on this tree, made on first use. Keyed by the topology request, the
+    requested names in the order given, and the tolerations: what the plan depends on."""
+    tolerations = (*workers.tolerations, *flavor)
+    key = (workers.topology, tuple(workers.requests), tuple(leader.requests) if leader else (), tolerations)
+    known = plans(tree)
+    found = known.get(key)
+    if found is None:
+        names = tuple(sorted({*workers.requests, *(leader.requests if leader else {}), PODS}))
+        found = make_plan(tree, workers.topology, names, tolerations)
+        if len(known) >= PLAN_CACHE_SIZE:
+            known.clear()
+        known[key] = found
+    return found
+
+
+def make_plan(
+    tree: Tree, topology: TopologyRequest, names: tuple[str, ...], tolerations: tuple[Toleration, ...]
+) -> Plan | str:
+    resolved = resolve(topology, tree.levels)
+    if isinstance(resolved, str):
+        return resolved
+    check_nodes = tree.hostname_leaves
+    class_excluded = array("b", [0]) * len(tree.taint_classes)
+    if check_nodes:
+        for cls, taints in enumerate(tree.taint_classes):
+            class_excluded[cls] = first_untolerated(taints, tolerations) is not None
+    offsets = tree.level_offsets
+    return Plan(
+        names=names,
+        pods_at=names.index(PODS),
+        req_col=array("i", [tree.resource_column(n) for n in names]),
+        resolved=resolved,
+        inner_sizes=array("i", resolved.inner_sizes),
+        layer_levels=array("i", [tree.levels.index(layer.level) for layer in resolved.layers]),
+        layer_sizes=array("i", [layer.size for layer in resolved.layers]),
+        check_nodes=check_nodes,
+        class_excluded=class_excluded,
+        level_names=tree.levels,
+        domains=tuple(offsets[i + 1] - offsets[i] for i in range(len(tree.levels))),
+        assign_levels=tree.levels[-1:] if check_nodes else tree.levels,
+        leaf_offset=tree.leaf_offset,
+    )
+
+
+LABEL_CACHE_SIZE = 256  # distinct selectors remembered per tree
+
+
+def label_exclusions(tree: Tree, cache: dict[object, array[int]], pod_set: PodSetRequest) -> array[int]:
+    """Which host leaves the PodSet's nodeSelector or required affinity excludes (empty: none
+    asked). An O(nodes) Python pass, so remembered per selector for the tree's life (``cache``:
+    the `scorer.snapshot.View.label_cache` every view of the tree shares)."""
+    if not pod_set.node_selector and pod_set.affinity is None:
+        return array("b")
+    key = (tuple(sorted(pod_set.node_selector.items())), pod_set.affinity)
+    try:
+        found = cache.get(key)
+    except TypeError:  # a selector value that does not hash: computed, not remembered
+        return _exclusions_of(tree, pod_set)
+    if found is None:
+        found = _exclusions_of(tree, pod_set)
+        if len(cache) >= LABEL_CACHE_SIZE:
+            cache.clear()
+        cache[key] = found
+    return found
+
+
+def _exclusions_of(tree: Tree, pod_set: PodSetRequest) -> array[int]:
+    flags = array("b", [EXCLUDED_NONE]) * len(tree.leaf_nodes)
+    for leaf, node in enumerate(tree.leaf_nodes):
+        if not selector_matches(node, pod_set.node_selector):
+            flags[leaf] = EXCLUDED_SELECTOR
+        elif pod_set.affinity is not None and not affinity_matches(node, pod_set.affinity):
+            flags[leaf] = EXCLUDED_AFFINITY
+    return flags

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import fields
+from typing import NamedTuple
 
 from scorer import messages
 from scorer.messages import Exclusion
@@ -21,27 +22,34 @@ from scorer.model import (
     PodSetRequest,
     Toleration,
 )
-from scorer.nodes import affinity_matches, first_untolerated, selector_matches
+from scorer.nodes import first_untolerated
 from scorer.request import (
-    EXCLUDED_AFFINITY,
-    EXCLUDED_NONE,
-    EXCLUDED_SELECTOR,
     STATUS_FAILED,
     STATUS_FIT,
     STATUS_NO_DOMAINS,
     STATUS_NOT_FIT,
     Engine,
     GroupRequest,
+    Plan,
     RawResult,
+    label_exclusions,
+    plan_of,
 )
-from scorer.resolve import ResolvedLevels, resolve
 from scorer.tree import Tree
 
-LABEL_CACHE_SIZE = 256  # distinct selectors remembered per tree
+try:  # records made with their slots set directly (`scorer._core.frozen`): ~1 us each less
+    from scorer._core import amounts, level_rows
+    from scorer._core import frozen as _make
+except ImportError:  # not built: the twins, the dataclasses' own constructors
+    from scorer._reference import amounts, level_rows
+    from scorer._reference import frozen as _make
+
+_REQUEST_FIELDS = tuple(f.name for f in fields(GroupRequest))
+_LEVEL_FIELDS = tuple(f.name for f in fields(LevelCapacity))
+_PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
 
 
-@dataclass(frozen=True, slots=True)
-class _Group:
+class _Group(NamedTuple):
     workers: PodSetRequest
     leader: PodSetRequest | None
     extra: tuple[PodSetRequest, ...]
@@ -78,120 +86,92 @@ class View:
         """Placements in input order; later groups see the capacity earlier ones took."""
         engine = engine or self._engine
         groups = _groups(pod_sets)
-        # Only a later group needs the capacity an earlier one took: one group reads the
-        # snapshot's own (never mutated) array, and the last group's usage is not recorded.
-        free = self.free if len(groups) == 1 else array("q", self.free)
-        found: dict[str, Placement] = {}
-        for index, group in enumerate(groups):
-            for placement in self._place_group(group, free, engine, record=index < len(groups) - 1):
-                found[placement.name] = placement
-        return tuple(found[p.name] for p in pod_sets)
+        if len(groups) == 1:  # reads the snapshot's own (never mutated) array, records nothing
+            placed = self._place_group(groups[0], self.free, engine, record=False)
+            if len(pod_sets) == 1:
+                return (placed[0],)
+            found = {p.name: p for p in placed}
+        else:  # a later group sees what earlier ones took; the last group's usage is not recorded
+            free, found = array("q", self.free), {}
+            for index, group in enumerate(groups):
+                for placement in self._place_group(group, free, engine, record=index < len(groups) - 1):
+                    found[placement.name] = placement
+        return tuple([found[p.name] for p in pod_sets])
 
     def _place_group(self, group: _Group, free: array[int], engine: Engine, record: bool) -> list[Placement]:
-        members = [group.workers] + ([group.leader] if group.leader else [])
-        extra = [
-            _failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra
-        ]
-        resolved = resolve(group.workers.topology, self.tree.levels)
-        if isinstance(resolved, str):
-            return [_failed(p, resolved) for p in members] + extra
-        request, names = self._request(group, resolved)
+        workers, leader = group.workers, group.leader
+        plan = self._plan(group)
+        if isinstance(plan, str):
+            return [_failed(p, plan) for p in _members(group)] + _extra(group)
+        request = self._request(group, plan)
         raw = engine.place_group(self.tree, free, request)
-        levels = self._levels(raw, resolved.slice_size)
+        levels = self._levels(raw, plan)
         if raw.status != STATUS_FIT:
-            excluded = self._excluded(raw, group.workers, names) if raw.status == STATUS_NOT_FIT else ()
-            reason = self._reason(raw, group.workers, resolved, excluded)
-            total = group.workers.count // resolved.slice_size
-            unit = "pod" if resolved.slice_size == 1 else "slice"
-            anomaly = raw.status == STATUS_FAILED
-            return [
-                Placement(
-                    p.name,
-                    False,
-                    None,
-                    reason,
-                    raw.fit_count,
-                    total,
-                    unit,
-                    levels,
-                    anomaly,
-                    raw.total_nodes,
-                    excluded,
-                )
-                for p in members
-            ] + extra
-        worker_assignment = self._assignment(raw.worker_leaves, raw.worker_counts)
+            return [self._unplaced(p, raw, workers, plan, levels) for p in _members(group)] + _extra(group)
         if record:
             self._consume(free, request.req_col, request.req_val, raw.worker_leaves, raw.worker_counts)
-        out = [
-            Placement(
-                group.workers.name, True, worker_assignment, levels=levels, total_count=group.workers.count
-            )
-        ]
-        if group.leader is not None:
+        assignment = self._assignment(plan, raw.worker_leaves, raw.worker_counts)
+        out = [_make(Placement, _PLACEMENT_FIELDS, _placed(workers.name, assignment, levels, workers.count))]
+        if leader is not None:
             if record:
                 self._consume(free, request.req_col, request.leader_val, raw.leader_leaves, raw.leader_counts)
-            leader_assignment = self._assignment(raw.leader_leaves, raw.leader_counts)
-            out.append(Placement(group.leader.name, True, leader_assignment, levels=levels, total_count=1))
-        return out + extra
+            assignment = self._assignment(plan, raw.leader_leaves, raw.leader_counts)
+            out.append(_make(Placement, _PLACEMENT_FIELDS, _placed(leader.name, assignment, levels, 1)))
+        return out + _extra(group) if group.extra else out
 
-    def _request(self, group: _Group, resolved: ResolvedLevels) -> tuple[GroupRequest, list[str]]:
-        workers, leader = group.workers, group.leader
-        names = sorted({*workers.requests, *(leader.requests if leader else {}), PODS})
-        tree = self.tree
-        check_nodes = tree.hostname_leaves
-        tolerations = (*workers.tolerations, *self.flavor_tolerations)
-        class_excluded = array("b", [0]) * len(tree.taint_classes)
-        if check_nodes:
-            for cls, taints in enumerate(tree.taint_classes):
-                class_excluded[cls] = first_untolerated(taints, tolerations) is not None
-        layer_levels = array("i", [tree.levels.index(layer.level) for layer in resolved.layers])
-        request = GroupRequest(
-            req_col=array("i", [tree.resource_column(n) for n in names]),
-            req_val=_values(workers.requests, names),
-            leader_val=_values(leader.requests, names) if leader else array("q"),
-            count=workers.count,
-            slice_size=resolved.slice_size,
-            requested_level=resolved.requested_level,
-            slice_level=resolved.slice_level,
-            inner_sizes=array("i", resolved.inner_sizes),
-            required=resolved.required,
-            unconstrained=resolved.unconstrained,
-            layer_levels=layer_levels,
-            layer_sizes=array("i", [layer.size for layer in resolved.layers]),
-            check_nodes=check_nodes,
-            class_excluded=class_excluded,
-            label_excl=self._label_exclusions(workers) if check_nodes else array("b"),
+    def _unplaced(
+        self,
+        p: PodSetRequest,
+        raw: RawResult,
+        workers: PodSetRequest,
+        plan: Plan,
+        levels: tuple[LevelCapacity, ...],
+    ) -> Placement:
+        resolved = plan.resolved
+        excluded = self._excluded(raw, workers, plan.names) if raw.status == STATUS_NOT_FIT else ()
+        reason = self._reason(raw, workers, plan, excluded)
+        total = workers.count // resolved.slice_size
+        unit = "pod" if resolved.slice_size == 1 else "slice"
+        anomaly = raw.status == STATUS_FAILED
+        values = (
+            p.name,
+            False,
+            None,
+            reason,
+            raw.fit_count,
+            total,
+            unit,
+            levels,
+            anomaly,
+            raw.total_nodes,
+            excluded,
         )
-        return request, names
+        return Placement(*values)
+
+    def _plan(self, group: _Group) -> Plan | str:
+        """The request's tree-and-shape part (`scorer.request.Plan`), remembered per tree."""
+        return plan_of(self.tree, group.workers, group.leader, self.flavor_tolerations)
+
+    def _request(self, group: _Group, plan: Plan) -> GroupRequest:
+        """The engine's input: the plan's shared arrays, this request's amounts and count."""
+        workers, leader = group.workers, group.leader
+        resolved = plan.resolved
+        values = (
+            plan.req_col, amounts(workers.requests, plan.names, plan.pods_at),
+            amounts(leader.requests, plan.names, plan.pods_at) if leader else array("q"), workers.count,
+            resolved.slice_size, resolved.requested_level, resolved.slice_level, plan.inner_sizes,
+            resolved.required, resolved.unconstrained, plan.layer_levels, plan.layer_sizes,
+            plan.check_nodes, plan.class_excluded,
+            self._label_exclusions(workers) if plan.check_nodes else array("b"),
+        )  # fmt: skip
+        return _make(GroupRequest, _REQUEST_FIELDS, values)
 
     def _label_exclusions(self, pod_set: PodSetRequest) -> array[int]:
-        """Which host leaves the PodSet's nodeSelector or required affinity excludes (empty: none
-        asked). An O(nodes) Python pass, so remembered per selector for the tree's life."""
-        if not pod_set.node_selector and pod_set.affinity is None:
-            return array("b")
-        key = (tuple(sorted(pod_set.node_selector.items())), pod_set.affinity)
-        try:
-            found = self.label_cache.get(key)
-        except TypeError:  # a selector value that does not hash: computed, not remembered
-            return self._exclusions_of(pod_set)
-        if found is None:
-            found = self._exclusions_of(pod_set)
-            if len(self.label_cache) >= LABEL_CACHE_SIZE:
-                self.label_cache.clear()
-            self.label_cache[key] = found
-        return found
+        return label_exclusions(self.tree, self.label_cache, pod_set)
 
-    def _exclusions_of(self, pod_set: PodSetRequest) -> array[int]:
-        flags = array("b", [EXCLUDED_NONE]) * len(self.tree.leaf_nodes)
-        for leaf, node in enumerate(self.tree.leaf_nodes):
-            if not selector_matches(node, pod_set.node_selector):
-                flags[leaf] = EXCLUDED_SELECTOR
-            elif pod_set.affinity is not None and not affinity_matches(node, pod_set.affinity):
-                flags[leaf] = EXCLUDED_AFFINITY
-        return flags
-
-    def _excluded(self, raw: RawResult, workers: PodSetRequest, names: list[str]) -> tuple[Exclusion, ...]:
+    def _excluded(
+        self, raw: RawResult, workers: PodSetRequest, names: Sequence[str]
+    ) -> tuple[Exclusion, ...]:
         tolerations = (*workers.tolerations, *self.flavor_tolerations)
         taint_names = [str(first_untolerated(t, tolerations) or "") for t in self.tree.taint_classes]
         return messages.exclusions(raw, taint_names, names)
@@ -200,10 +180,10 @@ class View:
         self,
         raw: RawResult,
         workers: PodSetRequest,
-        resolved: ResolvedLevels,
+        plan: Plan,
         excluded: tuple[Exclusion, ...],
     ) -> str:
-        tree = self.tree
+        tree, resolved = self.tree, plan.resolved
         if raw.status == STATUS_NO_DOMAINS:
             return messages.no_domains_message(tree.levels[raw.level])
         if raw.status != STATUS_NOT_FIT:
@@ -218,22 +198,15 @@ class View:
             self.topology_name, raw.fit_count, raw.total, resolved.slice_size, suffix
         )
 
-    def _levels(self, raw: RawResult, slice_size: int) -> tuple[LevelCapacity, ...]:
-        tree = self.tree
-        out = []
-        for level, name in enumerate(tree.levels):
-            best = raw.level_best[level]
-            out.append(
-                LevelCapacity(
-                    level=name,
-                    max_pods=raw.level_max_pods[level],
-                    max_slices=raw.level_max_slices[level] if slice_size > 1 else raw.level_max_pods[level],
-                    fitting_domains=raw.level_fitting[level],
-                    domains=tree.level_offsets[level + 1] - tree.level_offsets[level],
-                    best_domain=tree.paths[best] if best >= 0 else None,
-                )
-            )
-        return tuple(out)
+    def _levels(self, raw: RawResult, plan: Plan) -> tuple[LevelCapacity, ...]:
+        """One LevelCapacity row per level: names and domain counts from the plan, the rest from
+        the engine's per-level table."""
+        pods = raw.level_max_pods
+        slices = raw.level_max_slices if plan.resolved.slice_size > 1 else pods
+        return level_rows(
+            LevelCapacity, _LEVEL_FIELDS, plan.level_names, plan.domains, self.tree.paths,
+            pods, slices, raw.level_fitting, raw.level_best,
+        )  # fmt: skip
 
     def limiting_resources(self, domain: tuple[str, ...], requests: Mapping[str, int]) -> tuple[str, ...]:
         """The resources that bound how many such pods the domain holds (ties all named)."""
@@ -250,11 +223,11 @@ class View:
         least = min(held.values(), default=0)
         return tuple(sorted(r for r, n in held.items() if n == least))
 
-    def _assignment(self, leaves: Sequence[int], counts: Sequence[int]) -> Assignment:
-        tree = self.tree
-        levels = tree.levels[-1:] if tree.hostname_leaves else tree.levels
-        last_only = tree.hostname_leaves
-        return Assignment.of_leaves(levels, tree.paths, tree.leaf_offset, leaves, counts, last_only)
+    def _assignment(self, plan: Plan, leaves: Sequence[int], counts: Sequence[int]) -> Assignment:
+        paths = self.tree.paths
+        return Assignment.of_leaves(
+            plan.assign_levels, paths, plan.leaf_offset, leaves, counts, plan.check_nodes
+        )
 
     def _consume(
         self,
@@ -271,8 +244,19 @@ class View:
                     free[leaf * width + col] -= v * n
 
 
-def _values(requests: Mapping[str, int], names: Sequence[str]) -> array[int]:
-    return array("q", [requests.get(n, 0) + (1 if n == PODS else 0) for n in names])
+def _placed(
+    name: str, assignment: Assignment, levels: tuple[LevelCapacity, ...], count: int
+) -> tuple[object, ...]:
+    """Placement(name, True, assignment, levels=levels, total_count=count), as field values."""
+    return (name, True, assignment, "", 0, count, "pod", levels, False, 0, ())
+
+
+def _members(group: _Group) -> list[PodSetRequest]:
+    return [group.workers] + ([group.leader] if group.leader else [])
+
+
+def _extra(group: _Group) -> list[Placement]:
+    return [_failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra]
 
 
 def _failed(pod_set: PodSetRequest, reason: str) -> Placement:
@@ -281,6 +265,12 @@ def _failed(pod_set: PodSetRequest, reason: str) -> Placement:
 
 def _groups(pod_sets: Sequence[PodSetRequest]) -> list[_Group]:
     """Kueue groups PodSets by podset-group-name; the larger of a pair is the workers."""
+    if len(pod_sets) == 1:
+        return [_Group(pod_sets[0], None, ())]
+    if len(pod_sets) == 2 and pod_sets[0].topology.group is not None:
+        first, second = pod_sets
+        if first.topology.group == second.topology.group:  # a leader and its workers
+            return [_Group(second, first, ()) if second.count > first.count else _Group(first, second, ())]
     order: dict[object, list[PodSetRequest]] = {}
     for i, p in enumerate(pod_sets):
         key: object = ("group", p.topology.group) if p.topology.group is not None else ("index", i)
