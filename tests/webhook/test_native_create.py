@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from webhook.cli.check import Result
+from webhook.cli.render import render
 from webhook.decide.decision import decide
 from webhook.decide.native_create import native_objects
 from webhook.decide.patch import MapEntry, added_keys, apply_entries, build_patch
@@ -228,3 +230,12 @@ def test_a_map_entry_is_added_whole_and_never_merged() -> None:
     assert build_patch(bare, [entry]) == [
         {"op": "add", "path": "/spec/template", "value": {"spec": {"schedulingGroup": {"podGroupName": "y"}}}}
     ]
+
+
+def test_the_text_report_names_the_workload_and_pod_group_it_makes() -> None:
+    """`tasgate check` without ``-o json`` prints the native objects' gang size (``minCount``)
+    where a Coscheduling PodGroup prints ``minMember``."""
+    d = judged(nonindexed_job(3))
+    text = render([Result("job.yaml", "admitted", d)])
+    assert "  workload: Workload trainer minCount=3" in text.splitlines()
+    assert "  podgroup: PodGroup trainer-gang minCount=3" in text.splitlines()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from scorer.model import Mode, Placement
 from webhook.cli.check import Result, summary_line
@@ -36,10 +37,21 @@ def _block(r: Result) -> str:
         keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
         lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
     lines += [
-        f"  podgroup: {g['kind']} {g['metadata']['name']} minMember={g['spec']['minMember']}"
-        for g in d.pod_groups
+        f"  {g['kind'].lower()}: {g['kind']} {g['metadata']['name']}{_group_size(g)}" for g in d.pod_groups
     ]
     return "\n".join(lines)
+
+
+def _group_size(group: Mapping[str, Any]) -> str:
+    """A Coscheduling/Volcano PodGroup's ``minMember``, else the native gang's ``minCount`` (of
+    the PodGroup itself or of each template of a Workload): whichever the object carries."""
+    spec = group.get("spec") or {}
+    if "minMember" in spec:
+        return f" minMember={spec['minMember']}"
+    templates = spec.get("podGroupTemplates", ())
+    policies = [spec.get("schedulingPolicy"), *(t.get("schedulingPolicy") for t in templates)]
+    counts = [str(p["gang"]["minCount"]) for p in policies if isinstance(p, Mapping) and "gang" in p]
+    return f" minCount={','.join(counts)}" if counts else ""
 
 
 def _where(d: Decision) -> str:

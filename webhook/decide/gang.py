@@ -142,8 +142,9 @@ def backend_for(
         return wanted
     if wanted.backend == "native":  # `decide.native_inject`: on the native objects, not here
         warnings.append(
-            "no gang added: the native backend applies to Workloads and PodGroups "
-            "(scheduling.k8s.io/v1alpha2); tasgate does not create them for this kind"
+            "no gang added: tasgate makes a native Workload and PodGroup (scheduling.k8s.io/v1alpha2) "
+            "only for a new, named workload outside any Kueue queue while that API is served; "
+            "this one is not such a workload"
         )
         return None
     crd = GANG_CRDS.get(wanted.backend)
