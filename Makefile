@@ -40,7 +40,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_scorer.py --out bench/latest.json
 	bash bench/kueue_peer/build.sh
-	$(PY) bench/bench_peer.py --out bench/peer.json
+	$(PY) bench/bench_peer.py --with-50k --out bench/peer.json
 	$(MAKE) bench-live bench-threads bench-review bench-track
 	$(PY) bench/summary.py --write-readme
 

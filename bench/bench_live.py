@@ -203,6 +203,7 @@ async def _run(
     seconds: float,
 ) -> dict[str, Any]:
     heap.settle()  # as `tasgate serve` does before it starts
+    heap.share_the_gil()
     mirror = Mirror(holder, [k.name for k in kinds()], settle_heap=True)
     started = time.perf_counter()
     mirror.replace("nodes", [_node(i) for i in range(nodes)])

@@ -128,6 +128,7 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         note,
     )
     heap.settle()  # modules and the static state live as long as the process
+    heap.share_the_gil()
     asyncio.run(_serve(app, at, context))
     return 0
 

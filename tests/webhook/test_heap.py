@@ -1,0 +1,74 @@
+"""`live.heap`: what a state build leaves for the cycle collector to walk, and the GIL hand-off."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+from webhook.live import heap
+
+
+class _Cell:
+    """A small object that can take part in a reference cycle (and be weakly referenced)."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_large_containers_of_a_build_leave_the_collectors_view_and_small_ones_stay() -> None:
+    with heap.quiet():
+        nodes = tuple(_Cell() for _ in range(heap.LARGE_CONTAINER))
+        index = {f"n{i}": [i] for i in range(heap.LARGE_CONTAINER)}
+        few = tuple(_Cell() for _ in range(3))
+    assert not gc.is_tracked(nodes) and not gc.is_tracked(index)
+    assert gc.is_tracked(few)
+    index["n0"] = [0]  # a tracked value stored again: CPython tracks the dict again
+    assert gc.is_tracked(index)
+
+
+def test_what_an_untracked_container_holds_is_never_collected_early_and_is_freed_with_it() -> None:
+    a, b = _Cell(), _Cell()
+    a.other, b.other = b, a  # a cycle, held by the large tuple only
+    alive = weakref.ref(a)
+    with heap.quiet():
+        held = (a, *range(heap.LARGE_CONTAINER))
+    del a, b
+    gc.collect()
+    assert alive() is not None and not gc.is_tracked(held)
+    del held  # reference counting frees the tuple; the cycle is then the collector's again
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_cycle_made_during_a_build_is_still_collected() -> None:
+    with heap.quiet():
+        a, b = _Cell(), _Cell()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del a, b
+    gc.collect()
+    assert alive() is None
+
+
+def test_quiet_restores_the_collector_as_it_found_it() -> None:
+    assert gc.isenabled()
+    with heap.quiet():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with heap.quiet():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_gil_is_handed_to_the_loop_within_a_millisecond() -> None:
+    before = sys.getswitchinterval()
+    try:
+        heap.share_the_gil()
+        assert sys.getswitchinterval() == heap.SWITCH_INTERVAL_S == 0.001
+    finally:
+        sys.setswitchinterval(before)
