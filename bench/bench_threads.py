@@ -1,36 +1,54 @@
-"""Do decisions run in parallel? (a benchmark, never a test): `make bench-threads`.
+"""Do decisions scale with cores? (a benchmark, never a test): `make bench-threads`.
 
 The compiled engine places a group in ``nogil`` C; the rest of a decision (reading the workload,
-messages, the verdict) is Python and holds the GIL. This decides the same 64-pod block-required
-gang on a 10,000-node / 100,000-pod live state with 1 and with 2 threads, side by side in one run,
-and prints decisions per second and the speed-up. On a 2-core machine that other work shares, the speed-up is
-bounded by the cores actually free: read the load average it prints next to it.
+messages, the verdict) is Python and holds the GIL, so a second thread adds little. A second
+decision *process* (``tasgate serve --decision-processes``) adds a core. This decides the same
+64-pod block-required gang on a 10,000-node / 100,000-pod live state, side by side in one run:
+
+- on 1 and 2 server threads, as the server does without decision processes (`judge` and the
+  `Brief` the handlers keep);
+- through `DecisionProcesses.decide` with 1 and 2 decision processes, each holding its own copy
+  of the same state, with as many reviews in flight as processes: the server's side of it
+  (pickling, the pipe, its thread per process) is in the figure.
+
+It prints decisions per second, the speed-ups and the latency percentiles per decision. On a
+2-core machine that other work shares, the speed-up is bounded by the cores actually free:
+read the load average it prints next to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_live import KUEUE_KINDS, _node
 from bench.live_memory import pod
 from tests.webhook.conftest import job, kueue_objects
-from webhook.decide.decision import decide
-from webhook.decide.verdicts import Review
+from webhook.decide.policy import Policy
+from webhook.decide.review import judge
 from webhook.files.policy import load_policy
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.watch import kinds
+from webhook.serve.brief import brief_of
+from webhook.serve.keys import Settings, StateSource
+from webhook.serve.process_main import WorkerConfig
+from webhook.serve.processes import DecisionProcesses
 from webhook.state.cluster import ClusterState
+from webhook.wire.admission import AdmissionRequest, parse_review
 
 
 def live_state(nodes: int, pods: int) -> ClusterState:
@@ -45,28 +63,101 @@ def live_state(nodes: int, pods: int) -> ClusterState:
     return mirror.state
 
 
-def run(nodes: int, pods: int, per_thread: int) -> dict[str, Any]:
-    state, policy = live_state(nodes, pods), load_policy("none")
+def the_review() -> AdmissionRequest:
     required = {"kueue.x-k8s.io/podset-required-topology": "block"}  # as bench_live decides
     obj = job(64, annotations=required, queue="q", namespace="team")
+    request = {
+        "uid": "bench", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"}, "namespace": "team",
+        "operation": "CREATE", "userInfo": {"username": "bench"}, "object": obj,
+    }  # fmt: skip
+    return parse_review(
+        orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    )
 
-    def work(count: int) -> None:
+
+def percentiles(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3  # noqa: E731
+    return {"p50_ms": round(at(0.5), 3), "p99_ms": round(at(0.99), 3)}
+
+
+def on_threads(state: ClusterState, policy: Policy, req: AdmissionRequest, per: int) -> dict[int, Any]:
+    def work(count: int) -> list[float]:
+        taken = []
         for _ in range(count):
-            decide(Review(obj, "team"), state, policy)
+            started = time.perf_counter()
+            brief_of(judge(req, state, policy, True).decision, policy.gpu_resources)
+            taken.append(time.perf_counter() - started)
+        return taken
 
     work(50)  # warm
-    rates = {}
+    found = {}
     for threads in (1, 2):
         with ThreadPoolExecutor(threads) as pool:
             started = time.perf_counter()
-            list(pool.map(work, [per_thread] * threads))
-            rates[threads] = per_thread * threads / (time.perf_counter() - started)
+            latencies = [x for part in pool.map(work, [per] * threads) for x in part]
+            found[threads] = {
+                "per_s": per * threads / (time.perf_counter() - started),
+                **percentiles(latencies),
+            }
+    return found
+
+
+async def on_processes(
+    make: Callable[[], ClusterState], policy: Policy, req: AdmissionRequest, per: int
+) -> dict[int, Any]:
+    found = {}
+    for count in (1, 2):
+        config = WorkerConfig(Settings(policy=policy), StateSource(), make_state=make)
+        processes = DecisionProcesses(count, config)
+        tasks = [asyncio.create_task(job()) for job in processes.jobs().values()]
+        try:
+            while processes.answered < 10 * count:  # every process up, its state built, warm
+                await processes.decide(req, True, policy, 60.0) or await asyncio.sleep(0.5)
+            found[count] = await in_flight(processes, policy, req, per, count)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    return found
+
+
+async def in_flight(
+    processes: DecisionProcesses, policy: Policy, req: AdmissionRequest, per: int, count: int
+) -> dict[str, float]:
+    """``count`` clients, each deciding ``per`` reviews one after the other."""
+    latencies: list[float] = []
+
+    async def client() -> None:
+        for _ in range(per):
+            started = time.perf_counter()
+            assert await processes.decide(req, True, policy, 60.0) is not None
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(count)))
+    return {"per_s": per * count / (time.perf_counter() - started), **percentiles(latencies)}
+
+
+def run(nodes: int, pods: int, per: int) -> dict[str, Any]:
+    policy, req = load_policy("none"), the_review()
+    make = functools.partial(live_state, nodes, pods)
+    threads = on_threads(make(), policy, req, per)
+    processes = asyncio.run(on_processes(make, policy, req, per))
+    rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
+    rows |= {f"{n}_process{'es' if n > 1 else ''}": v for n, v in processes.items()}
     return {
         "nodes": nodes,
         "pods": pods,
-        "decisions_per_s_1_thread": round(rates[1]),
-        "decisions_per_s_2_threads": round(rates[2]),
-        "speedup": round(rates[2] / rates[1], 2),
+        "decisions_per_s_1_thread": round(threads[1]["per_s"]),
+        "decisions_per_s_2_threads": round(threads[2]["per_s"]),
+        "decisions_per_s_1_process": round(processes[1]["per_s"]),
+        "decisions_per_s_2_processes": round(processes[2]["per_s"]),
+        "speedup": round(threads[2]["per_s"] / threads[1]["per_s"], 2),
+        "speedup_2_processes_vs_1_thread": round(processes[2]["per_s"] / threads[1]["per_s"], 2),
+        "speedup_2_processes_vs_1_process": round(processes[2]["per_s"] / processes[1]["per_s"], 2),
+        "latency": {name: {k: v for k, v in row.items() if k != "per_s"} for name, row in rows.items()},
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -75,7 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pods", type=int, default=100_000)
-    parser.add_argument("--decisions", type=int, default=1000, help="per thread")
+    parser.add_argument("--decisions", type=int, default=1000, help="per thread or process")
     parser.add_argument("--out", type=Path, help="also write the result here (JSON)")
     args = parser.parse_args()
     result = run(args.nodes, args.pods, args.decisions)

@@ -95,6 +95,14 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
         f"load {threads['load_average_1m']}",
         f"{threads['speedup']}× (target ≥ 1.8×)",
     )
+    if "decisions_per_s_2_processes" in threads:
+        yield (
+            f"decisions/s, 1 / 2 decision processes, {_k(threads['nodes'])} nodes",
+            f"{threads['decisions_per_s_1_process']:,} / {threads['decisions_per_s_2_processes']:,}",
+            f"load {threads['load_average_1m']}",
+            f"{threads['speedup_2_processes_vs_1_process']}× one process, "
+            f"{threads['speedup_2_processes_vs_1_thread']}× one thread",
+        )
 
 
 def review_rows(review: dict[str, Any]) -> Iterable[Row]:

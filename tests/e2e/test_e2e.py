@@ -147,7 +147,12 @@ def job(name: str, pods: int, gpus: int, annotations: dict[str, str] | None = No
 
 class Tasgate:
     def __init__(
-        self, cp: ControlPlane, workdir: Path, stale_after: str = "60", name: str = "tasgate"
+        self,
+        cp: ControlPlane,
+        workdir: Path,
+        stale_after: str = "60",
+        name: str = "tasgate",
+        processes: int = 0,
     ) -> None:
         self.cp = cp
         self.port, self.metrics_port = free_ports(2)
@@ -157,7 +162,10 @@ class Tasgate:
         self.stderr = (workdir / f"{name}.err").open("wb")
         self.workdir = workdir
         self.proc = subprocess.Popen(
-            serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, stale_after),
+            [
+                *serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, stale_after),
+                *(["--decision-processes", str(processes)] if processes else []),
+            ],
             stdout=self.stdout,
             stderr=self.stderr,
         )
@@ -290,7 +298,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPla
                     add_node(cp, f"{b}-{r}-{h}", b, f"{b}-{r}")
         busy = [usage_pod(f"busy-{n}", n, 8) for n in ("b1-r1-h1", "b1-r1-h2", "b2-r1-h1")]
         cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(busy + kueue_objects()))
-        tasgate = Tasgate(cp, workdir)
+        tasgate = Tasgate(cp, workdir, processes=2)  # as a replica on a many-core node runs
         try:
             wait_for("tasgate to sync and report ready", lambda: tasgate.get("/readyz")[0] == 200, 60)
             ca_bundle = certs.ca_bundle(tasgate.certs / "ca.crt")
@@ -451,6 +459,36 @@ def _kind_manifest(name: str) -> dict[str, Any]:
             "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod, "workerTemplate": pod},
         },
     }
+
+
+def placed(tasgate: Tasgate) -> dict[str, float]:
+    """``tasgate_decisions_placed_total`` by place (process, server)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{tasgate.metrics_port}/metrics", timeout=5) as r:
+        families = text_string_to_metric_families(r.read().decode())
+    samples = [s for f in families if f.name == "tasgate_decisions_placed" for s in f.samples]
+    return {s.labels["place"]: s.value for s in samples if s.name.endswith("_total")}
+
+
+def test_the_decision_processes_decide_on_their_own_watches(world: tuple[ControlPlane, Tasgate]) -> None:
+    """The suite's tasgate decides in two decision processes, each watching the API server itself
+    (the rest of the suite's verdicts, node changes included, come from them): once they are up,
+    a review the API server sends is decided there, not in the server."""
+    cp, tasgate = world
+    probe = job("in-a-process", 1, 8, {"kueue.x-k8s.io/podset-required-topology": RACK})
+
+    def answered_by_a_process() -> bool:
+        return apply(cp, probe, "--dry-run=server").returncode == 0 and placed(tasgate).get("process", 0) > 0
+
+    wait_for("a decision process to answer", answered_by_a_process, 60, every=0.5)
+    before = placed(tasgate)
+    wide = job("wide-block-procs", 5, 8, {"kueue.x-k8s.io/podset-required-topology": BLOCK})
+    refused = apply(cp, wide, "--dry-run=server")
+    assert refused.returncode != 0 and "tasgate" in refused.stderr, refused.stderr
+    after = placed(tasgate)
+    assert after.get("server", 0) == before.get("server", 0), (before, after)
+    assert after["process"] >= before["process"] + 1, (before, after)  # a /mutate denial ends the request
+    for trouble in ("exited with code", "went away", "decision failed"):
+        assert trouble not in tasgate.log(), tasgate.log()[-3000:]
 
 
 def test_added_nodes_turn_a_refusal_into_an_admission(world: tuple[ControlPlane, Tasgate]) -> None:

@@ -24,8 +24,7 @@ from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
-from webhook.serve import certs
-from webhook.serve import handlers as server
+from webhook.serve import certs, deciding
 from webhook.serve.app import create_app
 from webhook.serve.keys import Settings, StateSource
 from webhook.serve.main import Endpoint, _serve
@@ -185,7 +184,7 @@ async def test_in_flight_review_finishes_after_sigterm(
         time.sleep(1.0)
         return Outcome(True, Reason.FITS)
 
-    monkeypatch.setattr(server, "judge", slow)
+    monkeypatch.setattr(deciding, "judge", slow)
     files = certs.generate(tmp_path, ["localhost"], ["127.0.0.1"])
     audit: list[dict[str, Any]] = []
     app = create_app(Settings(policy=load_policy("default")), audit.append, StateSource(sample_objects()))

@@ -21,6 +21,7 @@ from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
+from webhook.serve import deciding
 from webhook.serve import handlers as server
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.keys import RUNTIME, STATE, Settings, StateSource
@@ -342,7 +343,7 @@ async def test_timeout_is_honoured_and_answered_per_policy(
     monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory, on_timeout: str, allowed: bool
 ) -> None:
     # A decision that overruns is a fault a real cluster cannot be made to produce on demand.
-    monkeypatch.setattr(server, "judge", slow_judge(3.0))
+    monkeypatch.setattr(deciding, "judge", slow_judge(3.0))
     h = Harness(Settings(policy=load_policy("default"), on_timeout=on_timeout))
     client = await aiohttp_client(h.app)
     started = time.monotonic()
@@ -364,7 +365,7 @@ async def test_an_exception_in_the_decision_is_answered_per_on_timeout(
     def explode(*args: Any) -> Outcome:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(server, "judge", explode)
+    monkeypatch.setattr(deciding, "judge", explode)
     h = Harness(Settings(policy=load_policy("default"), on_timeout=on_timeout))
     client = await aiohttp_client(h.app)
     response = (await post(client, "/mutate", review(manifest("job-rack.yaml"), uid="u-500")))["response"]
@@ -630,14 +631,14 @@ async def test_cheap_reviews_do_not_queue_behind_expensive_ones(
     """Large bodies decide on a thread of their own: with four slow 1 MiB reviews in flight, a
     small one is answered before them (a slow decision is a fault real clusters do not produce
     on demand, so the judge is slowed here)."""
-    real = server.judge
+    real = deciding.judge
 
     def judge(req: Any, *args: Any) -> Outcome:
         if req.name == "big":
             time.sleep(2.0)
         return real(req, *args)
 
-    monkeypatch.setattr(server, "judge", judge)
+    monkeypatch.setattr(deciding, "judge", judge)
     h = Harness(Settings(policy=load_policy("default"), decision_threads=4))
     client = await aiohttp_client(h.app)
     big = manifest("job-rack.yaml")

@@ -24,6 +24,7 @@ from webhook.serve import topology
 from webhook.serve.app import create_app, create_metrics_app
 from webhook.serve.keys import POLICY, STATE, WAITING, Settings, StateSource
 from webhook.serve.lifecycle_metrics import LIFECYCLE
+from webhook.serve.brief import brief_of
 from webhook.serve.waiting import RecentWaiting
 
 Client = TestClient[web.Request, web.Application]
@@ -102,7 +103,7 @@ def test_the_waiting_list_is_bounded_and_ages_out() -> None:
     for i in range(5):
         obj = waits()
         obj["metadata"]["name"] = f"gang-{i}"
-        recent.note(decide(Review(obj, namespace="default"), state, policy), policy.gpu_resources)
+        recent.note(brief_of(decide(Review(obj, namespace="default"), state, policy), policy.gpu_resources))
     assert [g.name for g in recent.current()] == ["gang-2", "gang-3", "gang-4"]
     recent.max_age = 0.0
     assert recent.current() == ()

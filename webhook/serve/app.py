@@ -30,6 +30,7 @@ from webhook.serve.keys import (
     MAIN,
     METRICS,
     POLICY,
+    PROCESSES,
     RELOADER,
     RUNTIME,
     SETTINGS,
@@ -44,6 +45,8 @@ from webhook.serve.keys import (
 )
 from webhook.serve.lifecycle_metrics import LIFECYCLE, LifecycleMetrics
 from webhook.serve.metrics import Metrics
+from webhook.serve.process_main import WorkerConfig
+from webhook.serve.processes import DecisionProcesses
 from webhook.serve.supervise import Supervisor
 from webhook.serve.tls import CertReloader
 from webhook.serve.waiting import RecentWaiting
@@ -84,6 +87,9 @@ def create_app(
         app.cleanup_ctx.append(_policy_poller(settings.cert_poll_seconds))
     if source.live:
         app.cleanup_ctx.append(live_tasks.context(source, engine))
+    if settings.decision_processes > 0 and (source.live or source.objects is not None):
+        app[PROCESSES] = DecisionProcesses(settings.decision_processes, WorkerConfig(settings, source))
+        app.cleanup_ctx.append(_decision_processes)
     app.router.add_post("/mutate", handlers.mutate)
     app.router.add_post("/validate", handlers.validate)
     app.router.add_get("/healthz", handlers.healthz)
@@ -117,6 +123,13 @@ async def _executor(app: web.Application) -> AsyncIterator[None]:
     # Never block shutdown on a decision still running: its review has been answered or dropped.
     app[EXECUTOR].shutdown(wait=False, cancel_futures=True)
     app[LARGE_EXECUTOR].shutdown(wait=False, cancel_futures=True)
+
+
+async def _decision_processes(app: web.Application) -> AsyncIterator[None]:
+    """Each decision process runs, and is restarted when it exits, under the supervisor."""
+    for name, job in app[PROCESSES].jobs().items():
+        app[SUPERVISOR].spawn(name, job)
+    yield  # the supervisor's own context stops them (they are its tasks)
 
 
 def _cert_poller(interval: float) -> Callable[[web.Application], AsyncIterator[None]]:

@@ -14,10 +14,9 @@ from typing import Any, TextIO
 
 import orjson
 
-from webhook.decide.messages import request_summary
-from webhook.decide.policy import DEFAULT_GPU_RESOURCES
 from webhook.decide.review import Outcome
 from webhook.model.workloads.base import metadata
+from webhook.serve.brief import Brief
 from webhook.wire.admission import AdmissionRequest
 
 SCHEMA = "tasgate.io/audit/v1"
@@ -27,6 +26,7 @@ MAX_UID_CHARS = 128  # a Kubernetes UID is 36; anything longer is not one, and i
 def audit_record(
     req: AdmissionRequest,
     outcome: Outcome,
+    brief: Brief | None,
     endpoint: str,
     latency_us: int,
     generation: int | None,
@@ -34,25 +34,7 @@ def audit_record(
 ) -> dict[str, Any]:
     """One review's record. ``final`` marks the call that is the API request's verdict (a request
     passes /mutate and /validate; count ``final`` lines to count decisions, as the metrics do)."""
-    d = outcome.decision
-    pod_sets = []
-    for v in d.pod_sets if d else ():
-        level = v.request.level or ""
-        row = v.never.level_row(level) if v.never else None
-        best = row.best_domain if row else None
-        pod_sets.append(
-            {
-                "name": v.name,
-                "count": v.count,
-                "requests": request_summary(v.requests, DEFAULT_GPU_RESOURCES),
-                "mode": v.request.mode.value,
-                "level": level or None,
-                "injected": v.injected,
-                "fitsNow": v.fits_now,  # topology and quota free now
-                "fitsWhenEmpty": bool(v.never and v.never.fits),
-                "bestDomain": "/".join(best) if best else None,
-            }
-        )
+    d = brief
     return {
         "schema": SCHEMA,
         "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -71,7 +53,7 @@ def audit_record(
         "reason": outcome.reason,
         "message": outcome.message,
         "warnings": list(outcome.warnings),
-        "podSets": pod_sets,
+        "podSets": list(d.pod_sets) if d else [],
         "topology": d.topology if d else None,
         "queue": d.queue if d else None,
         "clusterQueue": d.cluster_queue if d else None,

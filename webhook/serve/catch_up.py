@@ -32,10 +32,7 @@ async def judged_again(
     budget: float,
 ) -> Outcome:
     """``outcome`` (made on ``state``), or the verdict on a newer published state."""
-    d = outcome.decision
-    if outcome.reason is not Reason.NATIVE_UNKNOWN or holder.confirmed is None or d is None:
-        return outcome
-    if d.kind not in WAITED:  # a pod before its PodGroup is unknown for real: the scheduler holds it
+    if not waits(holder, outcome):
         return outcome
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(CATCH_UP_SECONDS, budget / 3)
@@ -48,3 +45,11 @@ async def judged_again(
         if outcome.reason is not Reason.NATIVE_UNKNOWN:
             break
     return outcome
+
+
+def waits(holder: StateHolder, outcome: Outcome) -> bool:
+    """Whether ``outcome`` is judged again on the next states (see the module's docstring)."""
+    d = outcome.decision
+    if outcome.reason is not Reason.NATIVE_UNKNOWN or holder.confirmed is None or d is None:
+        return False
+    return d.kind in WAITED  # a pod before its PodGroup is unknown for real: the scheduler holds it

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from webhook.serve.handlers import json_response, unavailable
+from webhook.serve.deciding import unavailable
+from webhook.serve.handlers import json_response
 from webhook.serve.keys import METRICS, REVIEW_UID, SETTINGS, SUPERVISOR, main_app
 from webhook.wire.admission import review_response
 

@@ -121,6 +121,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tracked gang, to join GPU exporters' per-pod series (live mode) [TASGATE_POD_INFO_METRICS]",
     )
     parser.add_argument(
+        "--decision-processes",
+        type=int,
+        default=int(env("DECISION_PROCESSES", "0") or 0),
+        help="decide reviews in this many worker processes, each with its own copy of the cluster "
+        "state (its own watches in live mode): decisions per second scale with cores, memory and "
+        "watches grow by one state each; 0 = on the server's threads [TASGATE_DECISION_PROCESSES]",
+    )
+    parser.add_argument(
         "--max-connections",
         type=int,
         default=int(env("MAX_CONNECTIONS", "1024") or 1024),

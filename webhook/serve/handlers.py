@@ -22,13 +22,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 import scorer
 from webhook.decide.reasons import Reason
-from webhook.decide.review import Outcome, judge
+from webhook.decide.review import Outcome
 from webhook.live.api import get_object
 from webhook.live.reconcile import Intent
 from webhook.model.workloads.registry import ADAPTERS
 from webhook.serve import scale
 from webhook.serve.audit import audit_record
-from webhook.serve.catch_up import judged_again
+from webhook.serve.brief import Brief, brief_of
+from webhook.serve.deciding import decide_held, unavailable
 from webhook.serve.keys import (
     API,
     AUDIT,
@@ -38,6 +39,7 @@ from webhook.serve.keys import (
     METRICS,
     PODGROUPS,
     POLICY,
+    PROCESSES,
     RELOADER,
     REVIEW_UID,
     RUNTIME,
@@ -45,10 +47,10 @@ from webhook.serve.keys import (
     STATE,
     SUPERVISOR,
     WAITING,
-    Settings,
     main_app,
 )
 from webhook.serve.metrics import RequestLabels
+from webhook.serve.processes import Answer, DecisionFailedError
 from webhook.state.cluster import ClusterState
 from webhook.wire.admission import AdmissionRequest, MalformedReview, parse_review, parse_timeout
 from webhook.wire.admission import review_response as respond
@@ -153,15 +155,16 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
     request[REVIEW_UID] = req.uid
     budget = parse_timeout(request.query.get("timeout")) * app[SETTINGS].timeout_margin
     if scale.is_scale(req):
-        outcome = await _judge_scale(app, req, endpoint, budget)
+        answer = await _judge_scale(app, req, endpoint, budget)
     else:
-        outcome = await _decide(app, req, endpoint, budget, len(raw) > LARGE_BODY_BYTES)
+        answer = await _decide(app, req, endpoint, budget, len(raw) > LARGE_BODY_BYTES)
+    outcome, brief = answer.outcome, answer.brief
     latency_us = (time.perf_counter_ns() - started) // 1000
-    _record(app, req, outcome, endpoint, latency_us)
+    _record(app, req, answer, endpoint, latency_us)
     if endpoint == "mutate" and not req.dry_run:  # the picture's waiting gangs (serve.waiting)
-        app[WAITING].note(outcome.decision, app[POLICY].current.gpu_resources)
+        app[WAITING].note(brief)
     if endpoint == "validate":
-        _hand_over_pod_groups(app, req, outcome)
+        _hand_over_pod_groups(app, req, outcome, brief)
     body = respond(
         req.uid,
         outcome.allowed,
@@ -176,51 +179,43 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
 
 async def _decide(
     app: web.Application, req: AdmissionRequest, endpoint: str, budget: float, large: bool = False
-) -> Outcome:
-    holder, settings = app[STATE], app[SETTINGS]
-    state = holder.current
-    if state is None:
-        return unavailable(settings, "cluster state not loaded yet")
-    age = holder.age()
-    if settings.stale_after and age is not None and age > settings.stale_after:
-        return unavailable(settings, f"cluster state is stale ({age:.0f}s old)")
-    loop = asyncio.get_running_loop()
-    executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
+) -> Answer:
+    """In a decision process when there are any and one can take it, else on a server thread."""
     mutating, policy = endpoint == "mutate", app[POLICY].current
-    earlier = () if mutating else holder.earlier()
-    started = loop.time()
-
-    async def on(state: ClusterState) -> Outcome:
-        call = loop.run_in_executor(executor, judge, req, state, policy, mutating, earlier)
-        return await asyncio.wait_for(call, max(budget - (loop.time() - started), 0.001))
-
+    processes = app.get(PROCESSES)
     try:
-        outcome = await judged_again(holder, state, await on(state), on, budget)
+        if processes is not None and not large:  # a large body would cost more to send than to decide
+            answer: Answer | None = await processes.decide(req, mutating, policy, budget)
+            if answer is not None:
+                app[METRICS].decided_in.labels("process").inc()
+                return answer
+        app[METRICS].decided_in.labels("server").inc()
+        executor = app[LARGE_EXECUTOR] if large else app[EXECUTOR]
+        outcome = await decide_held(app[STATE], app[SETTINGS], req, mutating, policy, budget, executor)
     except TimeoutError:
         app[METRICS].errors.labels("timeout").inc()
-        return unavailable(settings, f"decision overran {budget:.1f}s")
-    except Exception:
+        return Answer(unavailable(app[SETTINGS], f"decision overran {budget:.1f}s"), None)
+    except Exception as exc:
         app[METRICS].errors.labels("exception").inc()
-        log.exception("decision failed uid=%s kind=%s %s/%s", req.uid, req.kind, req.namespace, req.name)
-        failed = unavailable(settings, "tasgate failed to decide; see its log")
-        return replace(failed, reason=Reason.INTERNAL_ERROR)
-    if outcome.undecided and settings.on_timeout == "deny":  # judged on a state that lacks what it needs
-        audit = {**(outcome.audit or {}), "decision": "deny"}
-        message = f"tasgate could not decide: {outcome.undecided}"
-        return replace(outcome, allowed=False, message=message, code=503, audit=audit)
-    return outcome
+        where = "in a decision process: " + str(exc) if isinstance(exc, DecisionFailedError) else ""
+        log.error("decision failed uid=%s kind=%s %s/%s %s", req.uid, req.kind, req.namespace, req.name,
+                  where, exc_info=not where)  # fmt: skip
+        failed = unavailable(app[SETTINGS], "tasgate failed to decide; see its log")
+        return Answer(replace(failed, reason=Reason.INTERNAL_ERROR), None)
+    return Answer(outcome, brief_of(outcome.decision, policy.gpu_resources))
 
 
-async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Outcome:
+async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Answer:
     """A change of the scale subresource: the parent as the API server stores it, with the new
     count, judged as a CREATE (so the count is judged even on an admitted workload)."""
     settings = app[SETTINGS]
     replicas = scale.wanted_replicas(req)
     if not scale.known(req) or replicas is None:
-        return Outcome(True, Reason.SKIPPED_OPERATION)
+        return Answer(Outcome(True, Reason.SKIPPED_OPERATION), None)
     api = app.get(API)
     if api is None:
-        return unavailable(settings, "a scale change can only be checked in live mode (no API server)")
+        why = "a scale change can only be checked in live mode (no API server)"
+        return Answer(unavailable(settings, why), None)
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
@@ -228,29 +223,25 @@ async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: st
     except (ApiException, aiohttp.ClientError, TimeoutError, OSError) as exc:
         app[METRICS].errors.labels("scale-parent").inc()
         why = getattr(exc, "status", None) or type(exc).__name__
-        return unavailable(settings, f"cannot read {req.resource}/{req.name} to judge its scale ({why})")
+        why = f"cannot read {req.resource}/{req.name} to judge its scale ({why})"
+        return Answer(unavailable(settings, why), None)
     remaining = max(budget - (loop.time() - started), 0.001)
     return await _decide(app, scale.as_create(req, parent, replicas), endpoint, remaining)
 
 
-def unavailable(settings: Settings, why: str) -> Outcome:
-    """The answer when tasgate cannot judge: the policy's documented choice, said plainly."""
-    if settings.on_timeout == "deny":
-        return Outcome(False, Reason.UNAVAILABLE, f"tasgate could not decide: {why}", 503)
-    return Outcome(True, Reason.UNAVAILABLE, "", None, (f"tasgate did not check this workload: {why}",))
-
-
 def _record(
-    app: web.Application, req: AdmissionRequest, outcome: Outcome, endpoint: str, latency_us: int
+    app: web.Application, req: AdmissionRequest, answer: Answer, endpoint: str, latency_us: int
 ) -> None:
-    d = outcome.decision
+    outcome, d = answer.outcome, answer.brief
     state = app[STATE].current
     final = is_final(endpoint, outcome.allowed)
-    app[AUDIT](audit_record(req, outcome, endpoint, latency_us, state.generation if state else None, final))
+    generation = state.generation if state else None
+    app[AUDIT](audit_record(req, outcome, d, endpoint, latency_us, generation, final))
     labels = request_labels(state, endpoint, req, d.cluster_queue if d else None, d.queue if d else None)
     app[METRICS].count_review(
         labels, outcome.allowed, outcome.reason.value, req.dry_run, final, latency_us / 1e6
     )
+    app[METRICS].observe_placements(answer.placements)
 
 
 def is_final(endpoint: str, allowed: bool) -> bool:
@@ -295,12 +286,14 @@ def request_labels(
     )
 
 
-def _hand_over_pod_groups(app: web.Application, req: AdmissionRequest, outcome: Outcome) -> None:
+def _hand_over_pod_groups(
+    app: web.Application, req: AdmissionRequest, outcome: Outcome, d: Brief | None
+) -> None:
     """An admitted, persisted-to-be workload's PodGroups, early (live mode; never on dry-run).
 
     Only a hint: the reconciler creates them from what the API server holds in any case.
     """
-    reconciler, d = app.get(PODGROUPS), outcome.decision
+    reconciler = app.get(PODGROUPS)
     if reconciler is None or d is None or not outcome.allowed or req.dry_run or not d.pod_groups:
         return
     name = str(((req.obj or {}).get("metadata") or {}).get("name") or req.name)

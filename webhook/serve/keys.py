@@ -7,10 +7,10 @@ imports none of them, so no edge module has to reach into another for shared sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
@@ -24,7 +24,7 @@ from webhook.serve.metrics import Metrics
 from webhook.serve.supervise import Supervisor
 from webhook.serve.tls import CertReloader
 from webhook.serve.waiting import RecentWaiting
-from webhook.wire.admission import MAX_BODY_BYTES
+from webhook.wire.admission import MAX_BODY_BYTES, AdmissionRequest
 
 AuditSink = Callable[[dict[str, Any]], None]
 
@@ -37,6 +37,7 @@ class Settings:
     allow_reference_scorer: bool = False
     max_body_bytes: int = MAX_BODY_BYTES
     decision_threads: int = 4
+    decision_processes: int = 0  # > 0: decide in that many worker processes (``serve.processes``)
     timeout_margin: float = 0.8  # share of the API server's timeout a decision may use
     cert_poll_seconds: float = 10.0
     read_timeout: float = 10.0  # seconds a client has for a request head, and again for its body
@@ -96,6 +97,15 @@ class Runtime:
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+class Deciders(Protocol):
+    """The decision processes as the app uses them (``serve.processes.DecisionProcesses``, which
+    imports this leaf module: named here by what it does, not imported)."""
+
+    def jobs(self) -> dict[str, Callable[[], Awaitable[None]]]: ...
+
+    async def decide(self, req: AdmissionRequest, mutating: bool, policy: Policy, budget: float) -> Any: ...
+
+
 SETTINGS = web.AppKey("settings", Settings)
 STATE = web.AppKey("state", StateHolder)
 METRICS = web.AppKey("metrics", Metrics)
@@ -112,6 +122,7 @@ PODGROUPS = web.AppKey("podgroups", Reconciler)  # live mode only
 WAITING = web.AppKey("waiting", RecentWaiting)  # gangs recently told to wait, for /topology
 SUPERVISOR = web.AppKey("supervisor", Supervisor)  # every background task runs under it
 MAIN = web.AppKey("main", web.Application)
+PROCESSES = web.AppKey("processes", Deciders)  # --decision-processes > 0
 # On a review request once its body parses: the uid an error is still answered with (serve.errors).
 REVIEW_UID = web.RequestKey("review_uid", str)  # on the metrics app: the webhook app it reports on
 

@@ -19,11 +19,13 @@ from aiohttp import web
 
 import scorer
 from webhook.decide.decision import decide
+from webhook.decide.policy import Policy
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
 from webhook.live import heartbeat, leader, tracker, watch
 from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
+from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
@@ -42,7 +44,7 @@ from webhook.serve.keys import (
     StateSource,
 )
 from webhook.serve.lifecycle_metrics import LIFECYCLE
-from webhook.serve.supervise import Job
+from webhook.serve.supervise import Job, Supervisor
 
 Writers = dict[str, Job]
 
@@ -53,26 +55,11 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         api = await api_client(source.kubeconfig)
         app[API] = api
-        supervisor = app[SUPERVISOR]
-        book = NativeBook()  # the native v1.36 gang kinds, gated on the API being served
-        kinds = [*watch.kinds(), *native_kinds(book)]
-        policy = app[POLICY]
-        mirror = Mirror(
-            app[STATE],
-            [k.name for k in kinds],
-            engine=engine,
-            default_levels=lambda state: default_snapshot_levels(state, policy.current.default_topology),
-            settle_heap=True,
-            native=book,
-        )
-        for kind in kinds:
-            supervisor.spawn(
-                f"watch-{kind.name}", functools.partial(watch.run_kind, api, kind, mirror, source.watch)
-            )
-        supervisor.spawn("publish", mirror.publish_forever)
+        supervisor, policy = app[SUPERVISOR], app[POLICY]
+        mirror = watch_into(app[STATE], api, supervisor, lambda: policy.current, source, engine)
         every = heartbeat.interval_for(app[SETTINGS].stale_after)
         supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror, every))
-        events = _track(app, api, source, book)
+        events = _track(app, api, source, mirror.native)
         reconciler = _reconciler(app, api, source, events)
         _lead(app, api, source.election, events, {"podgroups": reconciler.run, "events": events.run})
         yield
@@ -80,6 +67,33 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
         await api.close()
 
     return ctx
+
+
+def watch_into(
+    holder: StateHolder,
+    api: Any,
+    supervisor: Supervisor,
+    policy: Callable[[], Policy],
+    source: StateSource,
+    engine: scorer.Engine,
+) -> Mirror:
+    """One list+watch per kind into a `Mirror` publishing into ``holder``, each supervised (the
+    server's state, and each decision process's own copy, ``serve.processes``)."""
+    book = NativeBook()  # the native v1.36 gang kinds, gated on the API being served
+    kinds = [*watch.kinds(), *native_kinds(book)]
+    mirror = Mirror(
+        holder,
+        [k.name for k in kinds],
+        engine=engine,
+        default_levels=lambda state: default_snapshot_levels(state, policy().default_topology),
+        settle_heap=True,
+        native=book,
+    )
+    for kind in kinds:
+        job = functools.partial(watch.run_kind, api, kind, mirror, source.watch)
+        supervisor.spawn(f"watch-{kind.name}", job)
+    supervisor.spawn("publish", mirror.publish_forever)
+    return mirror
 
 
 def _track(app: web.Application, api: Any, source: StateSource, book: NativeBook) -> EventRecorder:

@@ -104,6 +104,7 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
         policy_file=args.policy if args.policy not in ("default", "none") else None,
         fault_hook=args.test_fault_hook,
         pod_info_metrics=args.pod_info_metrics,
+        decision_processes=max(args.decision_processes, 0),
     )
     reloader = CertReloader(context, cert, key, client_ca)
     app = create_app(settings, line_writer(sys.stdout), source, reloader)

@@ -123,6 +123,12 @@ class Metrics:
             ["task"],
             registry=self.registry,
         )
+        self.decided_in = Counter(
+            "tasgate_decisions_placed",
+            "Reviews decided, by where: in a decision process or in the server (--decision-processes).",
+            ["place"],
+            registry=self.registry,
+        )
         self.audit_dropped = Counter(
             "tasgate_audit_lines_dropped",
             "Audit lines dropped because the log writer fell behind (the review was answered).",
@@ -159,6 +165,11 @@ class Metrics:
     def timed(self, engine: Engine) -> Engine:
         """Wrap an engine so every placement is observed in the scorer histogram."""
         return _TimedEngine(engine, self.scorer_seconds.labels(engine.NAME))
+
+    def observe_placements(self, seconds: tuple[float, ...], engine: str = scorer.IMPLEMENTATION) -> None:
+        """Placements a decision process made (``serve.processes``), into the same histogram."""
+        for taken in seconds:
+            self.scorer_seconds.labels(engine).observe(taken)
 
 
 class _TimedEngine:

@@ -14,8 +14,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection
 
-from webhook.decide.verdicts import Decision
-from webhook.decide.waiting import WaitingGang, waiting_gang
+from webhook.decide.waiting import WaitingGang
+from webhook.serve.brief import Brief
 
 LIMIT = 50
 MAX_AGE = 3600.0
@@ -28,12 +28,12 @@ class RecentWaiting:
         self._gangs: OrderedDict[tuple[str, str, str], tuple[float, WaitingGang]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def note(self, decision: Decision | None, gpu_resources: tuple[str, ...]) -> None:
+    def note(self, brief: Brief | None) -> None:
         """Keep a must-wait verdict's gang; any other verdict of the same workload drops it."""
-        if decision is None:
+        if brief is None:
             return
-        gang = waiting_gang(decision, gpu_resources)
-        key = (decision.kind, decision.namespace, decision.name)
+        gang = brief.waiting
+        key = (brief.kind, brief.namespace, brief.name)
         with self._lock:
             if gang is None:
                 if self._gangs.pop(key, None) is not None:
