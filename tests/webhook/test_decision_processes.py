@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import pickle
 import signal
 import time
 from typing import Any
@@ -19,6 +20,7 @@ import orjson
 import yaml
 from aiohttp.test_utils import TestClient
 
+from scorer.model import Assignment, DomainAssignment
 from tests.webhook.test_server import EXAMPLES, ClientFactory, Harness, review
 from webhook.files.policy import load_policy
 from webhook.serve.flags import add_arguments
@@ -154,3 +156,17 @@ def test_no_processes_unless_asked() -> None:
     assert parser.parse_args([]).decision_processes == 0
     assert parser.parse_args(["--decision-processes", "2"]).decision_processes == 2
     assert PROCESSES not in Harness(Settings(policy=load_policy("default"))).app
+
+
+def test_an_assignment_pickles_as_its_domains_not_the_trees_paths() -> None:
+    paths = [("b1", "r1", f"h{i}") for i in range(10_000)]
+    lazy = Assignment.of_leaves(("block", "rack", "kubernetes.io/hostname"), paths, 0, [3, 7], [8, 8], True)
+    read = Assignment.of_leaves(lazy.levels, paths, 0, [3, 7], [8, 8], False)
+    read.domains  # noqa: B018 - materialised before pickling, the other path of __reduce__
+    for assignment in (lazy, read):
+        data = pickle.dumps(assignment, 5)
+        assert pickle.loads(data) == assignment and len(data) < 500
+    assert pickle.loads(pickle.dumps(lazy, 5)).domains == (
+        DomainAssignment(("h3",), 8),
+        DomainAssignment(("h7",), 8),
+    )
