@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.model.podrequests import is_extended, pod_requests
+from webhook.model.podrequests import is_extended, pod_requests, stored_pod_requests
 from webhook.wire.errors import InvalidObject
 
 GI = 2**30
@@ -259,3 +259,33 @@ def test_whole_extended_and_fractional_native_resources_are_fine() -> None:
         'containers:\n- {name: a, resources: {requests: {nvidia.com/gpu: "2", cpu: 500m, memory: 1.5Gi}}}\n'
     )
     assert pod_requests(spec(text), "spec")["nvidia.com/gpu"] == 2
+
+
+def _spec(resources: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "resources": resources}]}
+
+
+@pytest.mark.parametrize(
+    ("good", "bad"),
+    [
+        ({"requests": {"cpu": 1}}, {"requests": {"cpu": True}}),  # 1 == True, but not as a quantity
+        ({"requests": {"cpu": "1"}}, {"requests": "cpu"}),
+        ({}, []),  # no resources is fine, a list where they go is not
+        (None, ""),
+    ],
+)
+def test_remembered_requests_never_hide_an_error(good: Any, bad: Any) -> None:
+    """Templates are read through the shape cache: a shape remembered as valid must not answer
+    for a spec that `pod_requests` refuses, whatever was read before it."""
+    assert stored_pod_requests(_spec(good), "spec") == pod_requests(_spec(good), "spec")
+    for read in (pod_requests, stored_pod_requests):
+        with pytest.raises(InvalidObject):
+            read(_spec(bad), "spec")
+
+
+def test_remembered_requests_name_the_path_of_each_error() -> None:
+    bad = _spec({"requests": {"cpu": "lots"}})
+    for path in ("spec.template.spec", "spec.replicatedJobs[1].template.spec.template.spec"):
+        with pytest.raises(InvalidObject) as raised:
+            stored_pod_requests(bad, path)
+        assert path in str(raised.value)

@@ -30,7 +30,14 @@ from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.slices import partial_slices
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.unjudged import unjudged
-from webhook.decide.verdicts import Decision, PodSetVerdict, Review, all_fit_now, all_fit_when_empty
+from webhook.decide.verdicts import (
+    Decision,
+    FlavorVerdict,
+    PodSetVerdict,
+    Review,
+    all_fit_now,
+    all_fit_when_empty,
+)
 from webhook.model import annotations as ann
 from webhook.model.podset import WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
@@ -98,12 +105,12 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
         review.old_obj, obj, view, state.runtimes, defaults
     ):
         return _with(base, Reason.UNCHANGED)
-    base = replace(base, pod_sets=unjudged(view))  # not checked still lists what Kueue is asked for
+    pod_sets = unjudged(view)  # not checked still lists what Kueue is asked for
     rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
     if rejected is not None:
-        return _not_checked(base, state, queue, rejected)
+        return _not_checked(replace(base, pod_sets=pod_sets), state, queue, rejected)
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
-    base = replace(base, queue=queue, cluster_queue=resolution.cluster_queue)
+    base = replace(base, pod_sets=pod_sets, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
         warning = f"not checked: {resolution.problem}"
         return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
@@ -150,16 +157,16 @@ def _judge(
     if wanted is not None and kueue_offsets(view):
         wanted = replace(wanted, group_leader_workers=False)
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
-    base = replace(base, flavors=flavors, pod_sets=scored.verdicts, topology=scored.target.topology.name)
-    decision = _verdict(review, base, view, scored, rule if mutable else None, policy, state.unserved)
+    topology = scored.target.topology.name
+    gang_rule = rule if mutable else None
+    decision = _verdict(review, base, view, scored, flavors, topology, gang_rule, policy, state.unserved)
     decision = partial_slices(decision, view)  # Kueue places whole slices only
     if decision.allowed and decision.reason is Reason.WAITS:  # Kueue may preempt for it
         args = (base.namespace, base.queue, resolution.cluster_queue, view.pod_sets, wanted, judged)
         found = after_preemption(review.obj, *args, targets, scored, state, policy)
         if found is not None:  # judged again on the state after eviction; never made a denial
-            base = replace(base, flavors=found.flavors, pod_sets=found.scored.verdicts)
             after = _verdict(
-                review, base, view, found.scored, rule if mutable else None, policy, state.unserved
+                review, base, view, found.scored, found.flavors, topology, gang_rule, policy, state.unserved
             )
             after = partial_slices(after, view)
             reason = Reason.ADMITTED_AFTER_PREEMPTION
@@ -185,10 +192,14 @@ def _verdict(
     base: Decision,
     view: WorkloadView,
     scored: Scored,
+    flavors: tuple[FlavorVerdict, ...],
+    topology: str,
     rule: Rule | None,
     policy: Policy,
     state_unserved: frozenset[str] = frozenset(),
 ) -> Decision:
+    """The verdict on ``scored``, with what scoring found (``flavors``, the PodSets' verdicts and
+    the ``topology`` that speaks) set on ``base`` in the same step."""
     target = scored.target
     warnings = [*base.warnings, *scored.plan.problems]
     denials = []
@@ -211,6 +222,9 @@ def _verdict(
         message = " ".join(denials)
         return replace(
             base,
+            flavors=flavors,
+            pod_sets=scored.verdicts,
+            topology=topology,
             allowed=False,
             reason=Reason.NEVER_FITS,
             message=message,
@@ -224,6 +238,9 @@ def _verdict(
     reason = Reason.FITS if all_fit_now(scored.verdicts) else Reason.WAITS
     return replace(
         base,
+        flavors=flavors,
+        pod_sets=scored.verdicts,
+        topology=topology,
         allowed=True,
         reason=reason,
         warnings=tuple(warnings),

@@ -35,6 +35,8 @@ def partial_slices(decision: Decision, view: WorkloadView) -> Decision:
     if not decision.allowed:
         return decision
     left = [(x, p) for p in view.pod_sets if (x := leftover_slices(p)) is not None]
+    if not left:
+        return decision
     ganged = [x for x, p in left if any(k in p.labels for k in ann.COSCHEDULING_LABELS)]
     if not ganged:
         notes = tuple(leftover_warning(x.pod_set, x.count, x.size, x.level) for x, _ in left)

@@ -7,7 +7,7 @@ they are never dressed up as "does not fit".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from scorer import Cluster
 from scorer.model import TopologyRequest
@@ -63,22 +63,28 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
     if cq is None:
         problem = f'ClusterQueue "{lq.cluster_queue}" of LocalQueue "{namespace}/{queue}" not found'
         return Resolution((), queue, lq.cluster_queue, problem)
-    targets: list[Target] = []
+    usable: list[tuple[Flavor, Topology]] = []
     problems: list[str] = []
     for name in cq.flavors:
         flavor = state.flavors.get(name)
         if flavor is None:
             problems.append(f'ResourceFlavor "{name}" of ClusterQueue "{cq.name}" not found')
             continue
-        target = _flavor_target(state, flavor, problems)
-        if target is not None:
-            targets.append(replace(target, quota=queue_quota(state, cq.name)))
+        topology = _flavor_topology(state, flavor, problems)
+        if topology is not None:
+            usable.append((flavor, topology))
+    quota = queue_quota(state, cq.name) if usable else None  # the ClusterQueue's: every target shares it
+    targets = [
+        Target(flavor.name, topology, state.flavor_snapshot(flavor, topology), flavor.node_labels, quota)
+        for flavor, topology in usable
+    ]
     unusable = "; ".join(problems) if problems and not targets else None
     tas_only = all(state.flavors.get(n) is not None and state.flavors[n].topology_name for n in cq.flavors)
     return Resolution(tuple(targets), queue, cq.name, problem=unusable, tas_only=tas_only)
 
 
-def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> Target | None:
+def _flavor_topology(state: ClusterState, flavor: Flavor, problems: list[str]) -> Topology | None:
+    """The flavor's Topology, when it is a TAS flavor whose Topology is usable."""
     if flavor.topology_name is None:
         return None
     topology = state.topologies.get(flavor.topology_name)
@@ -88,7 +94,7 @@ def _flavor_target(state: ClusterState, flavor: Flavor, problems: list[str]) -> 
     if not topology.levels:
         problems.append(f'Topology "{topology.name}" has no levels')
         return None
-    return Target(flavor.name, topology, state.flavor_snapshot(flavor, topology), flavor.node_labels)
+    return topology
 
 
 def default_snapshot_levels(

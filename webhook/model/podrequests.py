@@ -219,9 +219,11 @@ _by_shape: dict[Hashable, dict[str, int]] = {}
 
 
 def stored_pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int]:
-    """`pod_requests` of a pod as the API server stores it (its defaults already filled in),
-    remembered by the few fields it reads: a cluster's pods come in a few dozen shapes, and a
-    live watch sees every pod event. The cache is bounded; a shape it cannot key is computed."""
+    """`pod_requests` with no namespace defaults (a pod as the API server stores it, or a
+    workload's template), remembered by the few fields it reads: a cluster's pods come in a few
+    dozen shapes, a live watch sees every pod event, and a review reads its templates again.
+    The cache is bounded; a shape it cannot key is computed, and so is every error (its message
+    names ``path``)."""
     key = _shape(pod_spec)
     if key is None:
         return pod_requests(pod_spec, path)
@@ -235,34 +237,40 @@ def stored_pod_requests(pod_spec: Mapping[str, Any], path: str) -> dict[str, int
 
 
 def _shape(spec: Mapping[str, Any]) -> Hashable | None:
-    """What `pod_requests` reads of a spec, as a hashable value (None when not plain data)."""
+    """What `pod_requests` reads of a spec, as a hashable value; None when it is not plain data
+    of the shapes `pod_requests` accepts (computed then, so that its errors are said)."""
     try:
         parts: list[Hashable] = [
             _frozen(spec.get("resources")),
             _frozen(spec.get("overhead")),
-            spec.get("runtimeClassName"),
+            _frozen(spec.get("runtimeClassName")),
         ]
         for field in ("containers", "initContainers"):
-            for container in spec.get(field) or ():
-                resources = container.get("resources") or {}
-                parts.append(
-                    (
-                        field,
-                        container.get("restartPolicy"),
-                        _frozen(resources.get("requests")),
-                        _frozen(resources.get("limits")),
-                    )
-                )
+            containers = spec.get(field)
+            if containers is None:
+                continue
+            if not isinstance(containers, list):
+                return None
+            for container in containers:
+                resources = container.get("resources") if isinstance(container, Mapping) else ()
+                if resources is None:
+                    resources = {}
+                if not isinstance(resources, Mapping):
+                    return None
+                requests, limits = resources.get("requests"), resources.get("limits")
+                policy = container.get("restartPolicy")
+                parts.append((field, _frozen(policy), _frozen(requests), _frozen(limits)))
         key = tuple(parts)
         hash(key)
-    except (AttributeError, TypeError):
+    except TypeError:
         return None
     return key
 
 
 def _frozen(value: Any) -> Hashable:
+    """A value with its type: ``1`` and ``True`` (or ``1.0``) read differently as quantities."""
     if isinstance(value, Mapping):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        return (Mapping, tuple(sorted((_frozen(k), _frozen(v)) for k, v in value.items())))
     if isinstance(value, list):
         raise TypeError("a list where a resource map was expected")
-    return value  # type: ignore[no-any-return]
+    return (type(value), value)

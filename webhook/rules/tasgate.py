@@ -38,7 +38,7 @@ class Levels:
 
     def __init__(self, levels: Sequence[str] | None, has_nodes: LevelHasNodes | None) -> None:
         self.order = {level: i for i, level in enumerate(levels)} if levels is not None else None
-        self.listing = ", ".join(go_quote(level) for level in levels) if levels is not None else ""
+        self.levels = tuple(levels or ())
         self.has_nodes = has_nodes
         self._covered: dict[str, bool] = {}
 
@@ -47,7 +47,8 @@ class Levels:
         if label_key_errors(value):
             return []  # Kueue already reports a malformed label name
         if self.order is not None and value not in self.order:
-            detail = f"supported values: {self.listing}" if self.listing else "the Topology has no levels"
+            listing = ", ".join(go_quote(level) for level in self.levels)  # said only when wrong
+            detail = f"supported values: {listing}" if listing else "the Topology has no levels"
             return [error(UNSUPPORTED, path, f"not a level of the Topology; {detail}", value)]
         if self.has_nodes is None:
             return []

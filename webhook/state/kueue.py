@@ -7,6 +7,7 @@ naming it; the state leaves it out alone (`state.rejected`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +62,17 @@ class ClusterQueue:
     preemption: Preemption = field(default_factory=Preemption)  # spec.preemption (`state.priorities`)
 
     def group_covering(self, resource: str) -> ResourceGroup | None:
-        return next((g for g in self.groups if resource in g.covered), None)
+        return self._covering.get(resource)
+
+    @functools.cached_property
+    def _covering(self) -> Mapping[str, ResourceGroup]:
+        """Each covered resource's first group, built once: a review asks about every resource
+        of every PodSet several times (quota checks, flavor choice)."""
+        found: dict[str, ResourceGroup] = {}
+        for group in self.groups:
+            for resource in group.covered:
+                found.setdefault(resource, group)
+        return found
 
 
 @dataclass(frozen=True)

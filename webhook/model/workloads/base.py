@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from webhook.model.paths import Path, field_path
-from webhook.model.podrequests import pod_requests
+from webhook.model.podrequests import stored_pod_requests
 from webhook.wire.errors import InvalidObject
 
 # Counts above this are typos or attacks, never a real gang; refusing them early keeps the
@@ -178,7 +178,7 @@ def pod_set_from(
         raise InvalidObject.at(spec_path, "", "Required value")
     if not isinstance(spec, Mapping):
         raise InvalidObject.at(spec_path, "must be an object")
-    requests = pod_requests(spec, spec_path)
+    requests = stored_pod_requests(spec, spec_path)  # the namespace's defaults come later
     checked_count(count, template_path)
     return PodSetTemplate(name, count, template_path, template, MappingProxyType(requests), synthesized)
 
