@@ -22,9 +22,9 @@ from webhook.files.sample import BLOCK, RACK, sample_objects
 from webhook.live.tracker import Row
 from webhook.serve import topology
 from webhook.serve.app import create_app, create_metrics_app
+from webhook.serve.brief import brief_of
 from webhook.serve.keys import POLICY, STATE, WAITING, Settings, StateSource
 from webhook.serve.lifecycle_metrics import LIFECYCLE
-from webhook.serve.brief import brief_of
 from webhook.serve.waiting import RecentWaiting
 
 Client = TestClient[web.Request, web.Application]
