@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import weakref
 
 from webhook.live import heap
@@ -72,3 +73,40 @@ def test_the_gil_is_handed_to_the_loop_within_a_millisecond() -> None:
         assert sys.getswitchinterval() == heap.SWITCH_INTERVAL_S == 0.001
     finally:
         sys.setswitchinterval(before)
+
+
+def test_dismantle_frees_what_only_it_holds_and_leaves_what_others_hold() -> None:
+    shared, mine = _Cell(), _Cell()
+    inner = _Cell()
+    mine.other = [inner, {"k": (_Cell(),)}]  # a small graph nobody else holds
+    big = tuple(_Cell() for _ in range(heap.PIECE + 1))  # freed whole, never taken apart
+    state = _Cell()
+    state.other = (mine, shared, big)
+    gone = [weakref.ref(mine), weakref.ref(inner), weakref.ref(big[0]), weakref.ref(state)]
+    work: list[object] = [state]
+    del mine, inner, big, state  # the caller's only reference is the one it hands over
+    taken = heap.dismantle(work)
+    assert all(ref() is None for ref in gone)
+    assert isinstance(shared, _Cell) and sys.getrefcount(shared) == 2, "only dereferenced"
+    assert taken >= 6
+
+
+def test_a_cycle_handed_to_dismantle_is_left_to_the_collector() -> None:
+    a, b = _Cell(), _Cell()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    heap.dismantle([a])
+    del a, b
+    assert ref() is not None
+    gc.collect()
+    assert ref() is None
+
+
+def test_release_frees_off_the_callers_thread() -> None:
+    freed = threading.Event()
+    cell = _Cell()
+    finalizer = weakref.finalize(cell, freed.set)
+    heap.release(cell)
+    del cell
+    assert freed.wait(10), "the reaper dropped the last reference"
+    assert not finalizer.alive

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
+import queue
 import sys
+import threading
 from collections.abc import Iterator
 
 # A container with this many entries or more, made by a state build, is left to reference
@@ -80,3 +83,47 @@ def untrack_large() -> int:
             _untrack(obj)
             count += 1
     return count
+
+
+# Objects the reaper takes apart before it frees them; a container with more entries than this is
+# freed whole (one call: a tuple or dict of one entry per node, shared entries, about a millisecond).
+PIECE = 64
+_PLAIN = (tuple, list, dict, set, frozenset)
+
+
+def release(obj: object) -> None:
+    """Let go of ``obj`` off the caller's thread: the reaper drops the last reference to it and,
+    when that frees it, frees its parts one by one (`dismantle`). The caller must hold no other
+    reference it counts on having freed now."""
+    _reaper().put(obj)
+
+
+@functools.cache
+def _reaper() -> queue.SimpleQueue[object]:
+    """The reaper's queue, its thread started on first use (two racing first uses would start
+    two reapers: harmless)."""
+    released: queue.SimpleQueue[object] = queue.SimpleQueue()
+    threading.Thread(target=_reap_forever, args=(released,), name="tasgate-reaper", daemon=True).start()
+    return released
+
+
+def _reap_forever(released: queue.SimpleQueue[object]) -> None:
+    while True:
+        dismantle([released.get()])
+
+
+def dismantle(work: list[object]) -> int:
+    """Drop every object in ``work`` (the caller's only reference to them), freeing what nobody
+    else holds one object at a time, children after their parent, so no single deallocation
+    cascades through a whole state; how many objects were taken apart. An object someone else
+    holds (a tree shared with the current state, a node) is only dereferenced."""
+    taken = 0
+    while work:
+        obj = work.pop()
+        # 2: ``obj`` here and getrefcount's argument. Nobody else can reach it, so nobody can
+        # take a reference meanwhile.
+        if sys.getrefcount(obj) == 2 and not (type(obj) in _PLAIN and len(obj) > PIECE):  # type: ignore[arg-type]
+            work.extend(child for child in gc.get_referents(obj) if not isinstance(child, type))
+            taken += 1
+        del obj
+    return taken

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from webhook.live import heap
 from webhook.state.cluster import ClusterState, same_structure
 
 # How long a replaced state is kept for /validate: the API server calls /mutate and /validate of
@@ -36,9 +37,9 @@ class StateHolder:
     def publish(self, state: ClusterState) -> None:
         now = time.monotonic()
         if self.current is not None and self.current is not state:
-            self._recent.append((now, self.current))
+            _keep(self._recent, now, self.current)
             if not same_structure(self.current, state):
-                self._earlier.append((now, self.current))
+                _keep(self._earlier, now, self.current)
         self.current, self.loaded_at = state, now
         self.fresh_at = self.loaded_at
 
@@ -58,3 +59,11 @@ class StateHolder:
     def age(self) -> float | None:
         at = self.fresh_at if self.confirmed is None else self.confirmed()
         return None if at is None else time.monotonic() - at
+
+
+def _keep(kept: deque[tuple[float, ClusterState]], now: float, state: ClusterState) -> None:
+    """Append ``state``; the one it pushes out is freed off the caller's thread (the event loop
+    in live mode): `heap.release`."""
+    if len(kept) == kept.maxlen:
+        heap.release(kept.popleft())
+    kept.append((now, state))

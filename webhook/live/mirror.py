@@ -187,7 +187,7 @@ class Mirror(Publisher):
 
     def build(self) -> ClusterState:
         """A new state from what the mirror holds now (on the caller's thread; snapshots lazy)."""
-        return _assemble(self._inputs((dict(self.usage.totals), self.usage.assigned)))
+        return _assemble(self._inputs((self.usage.totals.publish(), self.usage.assigned)))
 
     def _inputs(self, usage: tuple[Mapping[str, Mapping[str, int]], Assigned]) -> Inputs:
         """A consistent copy of what a build reads, taken on the event loop (shallow: cheap)."""

@@ -23,6 +23,7 @@ from scorer.ledger import FreeLedger
 from webhook.state.cluster import ClusterState
 from webhook.state.quota_usage import QuotaCharge
 from webhook.state.rejected import Rejected
+from webhook.state.snapshot_usage import NodeUsage, UsageShards
 from webhook.state.workloads import AssignedUse, Scope
 
 Requests = Mapping[str, int]
@@ -37,13 +38,14 @@ Change = tuple[str | AssignedUse, Shape, int]  # (node or assigned domain, reque
 
 
 class UsageBook:
-    """Pod and Workload usage, kept by the one writer (the event loop); published as copies."""
+    """Pod and Workload usage, kept by the one writer (the event loop); published as copies
+    (per-node usage copy-on-write by shard, `state.snapshot_usage.NodeUsage`)."""
 
     def __init__(self) -> None:
         self.pods: dict[str, Kept] = {}
         self.workloads: dict[str, Assigned] = {}
         self.tas_pods_count = True  # until the Workloads are known: then theirs count instead
-        self.totals: dict[str, Requests] = {}  # node -> summed requests; values never mutated
+        self.totals = UsageShards()  # node -> summed requests; values never mutated
         self.ledgers: dict[SnapshotKey, FreeLedger] = {}
         self.scopes: dict[SnapshotKey, Scope] = {}
         self.changed = False  # since the last publish
@@ -127,10 +129,10 @@ class UsageBook:
             self._assigned = tuple(use for uses in self.workloads.values() for use in uses)
         return self._assigned
 
-    def begin_rebuild(self) -> tuple[dict[str, Requests], Assigned]:
+    def begin_rebuild(self) -> tuple[NodeUsage, Assigned]:
         """Usage for a rebuild off the loop; events from now on are journaled."""
         self._journal = []
-        return dict(self.totals), self.assigned
+        return self.totals.publish(), self.assigned
 
     def abort_rebuild(self) -> None:
         """The rebuild failed: the ledgers kept every event; stop journaling."""
@@ -156,7 +158,7 @@ class UsageBook:
         ``rejected`` (when given: a pod or Workload left out, or back) as its rejections."""
         snapshots = {key: ledger.publish(generation) for key, ledger in self.ledgers.items()}
         self.changed = False
-        totals = dict(self.totals)
+        totals = self.totals.publish()  # the shards no event touched are shared (`NodeUsage`)
         return state.with_usage(totals, snapshots, generation, self.assigned, rejected, self.charged)
 
     def _counts(self, kept: Kept) -> bool:
@@ -170,23 +172,20 @@ class UsageBook:
                 into = totals.setdefault(kept[0], {})
                 for name, amount in kept[1]:
                     into[name] = into.get(name, 0) + amount
-        self.totals = dict(totals)
+        self.totals = UsageShards(totals)
         self.ledgers, self.scopes = {}, {}
         self._journal = None
         self.changed = True
 
     def _account(self, node: str, shape: Shape, sign: int) -> None:
-        total = dict(self.totals.get(node, ()))
+        total = dict(self.totals.get(node) or ())
         for name, amount in shape:
             value = total.get(name, 0) + sign * amount
             if value:
                 total[name] = value
             else:
                 total.pop(name, None)
-        if total:
-            self.totals[node] = total
-        else:
-            self.totals.pop(node, None)
+        self.totals.set(node, total)
         self._to_ledgers(node, shape, sign)
         if self._journal is not None:
             self._journal.append((node, shape, sign))
