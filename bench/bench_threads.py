@@ -40,6 +40,7 @@ from tests.webhook.conftest import job, kueue_objects
 from webhook.decide.policy import Policy
 from webhook.decide.review import judge
 from webhook.files.policy import load_policy
+from webhook.live import heap
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 from webhook.live.watch import kinds
@@ -48,7 +49,7 @@ from webhook.serve.keys import Settings, StateSource
 from webhook.serve.process_main import WorkerConfig
 from webhook.serve.processes import DecisionProcesses
 from webhook.state.cluster import ClusterState
-from webhook.wire.admission import AdmissionRequest, parse_review
+from webhook.wire.admission import parse_review
 
 
 def live_state(nodes: int, pods: int) -> ClusterState:
@@ -60,10 +61,14 @@ def live_state(nodes: int, pods: int) -> ClusterState:
         mirror.replace(name, kueue_objects(levels=levels) if name in KUEUE_KINDS else [])
     asyncio.run(mirror.publish_once())
     assert mirror.state is not None
+    heap.settle()  # as the server does once its state is loaded (serve.main, the first sync)
     return mirror.state
 
 
-def the_review() -> AdmissionRequest:
+def the_review() -> bytes:
+    """The body of the review every decision reads: each decision parses it afresh, as the
+    server does per request (a parsed request reused across decisions keeps its objects warm in
+    the CPU's caches and allocates nothing: 20-30% faster than any real review)."""
     required = {"kueue.x-k8s.io/podset-required-topology": "block"}  # as bench_live decides
     obj = job(64, annotations=required, queue="q", namespace="team")
     request = {
@@ -71,9 +76,7 @@ def the_review() -> AdmissionRequest:
         "resource": {"group": "batch", "version": "v1", "resource": "jobs"}, "namespace": "team",
         "operation": "CREATE", "userInfo": {"username": "bench"}, "object": obj,
     }  # fmt: skip
-    return parse_review(
-        orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
-    )
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
 
 
 def percentiles(latencies: list[float]) -> dict[str, float]:
@@ -82,12 +85,12 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
     return {"p50_ms": round(at(0.5), 3), "p99_ms": round(at(0.99), 3)}
 
 
-def on_threads(state: ClusterState, policy: Policy, req: AdmissionRequest, per: int) -> dict[int, Any]:
+def on_threads(state: ClusterState, policy: Policy, body: bytes, per: int) -> dict[int, Any]:
     def work(count: int) -> list[float]:
         taken = []
         for _ in range(count):
             started = time.perf_counter()
-            brief_of(judge(req, state, policy, True).decision, policy.gpu_resources)
+            brief_of(judge(parse_review(body), state, policy, True).decision, policy.gpu_resources)
             taken.append(time.perf_counter() - started)
         return taken
 
@@ -105,7 +108,7 @@ def on_threads(state: ClusterState, policy: Policy, req: AdmissionRequest, per: 
 
 
 async def on_processes(
-    make: Callable[[], ClusterState], policy: Policy, req: AdmissionRequest, per: int
+    make: Callable[[], ClusterState], policy: Policy, body: bytes, per: int
 ) -> dict[int, Any]:
     found = {}
     for count in (1, 2):
@@ -114,8 +117,8 @@ async def on_processes(
         tasks = [asyncio.create_task(job()) for job in processes.jobs().values()]
         try:
             while processes.answered < 10 * count:  # every process up, its state built, warm
-                await processes.decide(req, True, policy, 60.0) or await asyncio.sleep(0.5)
-            found[count] = await in_flight(processes, policy, req, per, count)
+                await processes.decide(parse_review(body), True, policy, 60.0) or await asyncio.sleep(0.5)
+            found[count] = await in_flight(processes, policy, body, per, count)
         finally:
             for task in tasks:
                 task.cancel()
@@ -124,7 +127,7 @@ async def on_processes(
 
 
 async def in_flight(
-    processes: DecisionProcesses, policy: Policy, req: AdmissionRequest, per: int, count: int
+    processes: DecisionProcesses, policy: Policy, body: bytes, per: int, count: int
 ) -> dict[str, float]:
     """``count`` clients, each deciding ``per`` reviews one after the other."""
     latencies: list[float] = []
@@ -132,7 +135,7 @@ async def in_flight(
     async def client() -> None:
         for _ in range(per):
             started = time.perf_counter()
-            assert await processes.decide(req, True, policy, 60.0) is not None
+            assert await processes.decide(parse_review(body), True, policy, 60.0) is not None
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
@@ -141,10 +144,10 @@ async def in_flight(
 
 
 def run(nodes: int, pods: int, per: int) -> dict[str, Any]:
-    policy, req = load_policy("none"), the_review()
+    policy, body = load_policy("none"), the_review()
     make = functools.partial(live_state, nodes, pods)
-    threads = on_threads(make(), policy, req, per)
-    processes = asyncio.run(on_processes(make, policy, req, per))
+    threads = on_threads(make(), policy, body, per)
+    processes = asyncio.run(on_processes(make, policy, body, per))
     rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
     rows |= {f"{n}_process{'es' if n > 1 else ''}": v for n, v in processes.items()}
     return {
