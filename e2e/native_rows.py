@@ -4,35 +4,14 @@ e2e/native_scenario.py and the fate it was written to meet in the v1.36.5 schedu
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from e2e.kueue_scenario import BLOCK, RACK
+from e2e.native_row import ERROR, FITS, NAMESPACE, NEVER, ROWS_ENV, WAITS, Row
+from e2e.native_rows_more import MORE_ROWS
 from e2e.native_scenario import HOSTNAME, Shape, bound_pod, hand_written, indexed_job, job_in_group
 
-NAMESPACE = "table"
-ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
-FITS, WAITS, NEVER, ERROR = "fits", "waits", "never", "error"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One workload of the table and the fate it was written to meet in the real scheduler."""
-
-    name: str
-    intent: str  # FITS, WAITS or NEVER
-    objects: Callable[[str], list[dict[str, Any]]]
-    pods: int
-    min_count: int | None  # gang minCount; None for basic
-    key: str | None  # the topology key; None: the whole cluster is one domain
-    job: bool = False  # the Job controller makes the PodGroup
-    setup: Callable[[str], list[dict[str, Any]]] | None = None  # bound pods the row adds first
-
-    @property
-    def started_at(self) -> int:
-        """How many bound pods mean the group started (a basic group: any)."""
-        return self.min_count if self.min_count is not None else 1
+__all__ = ["ERROR", "FITS", "NAMESPACE", "NEVER", "ROWS", "WAITS", "Row", "selected_rows"]
 
 
 def job_row(name: str, intent: str, pods: int, gpus: int) -> Row:
@@ -137,6 +116,7 @@ ROWS: tuple[Row, ...] = (
     ),
     # A key no node carries: the scheduler generates no placement at all, so the group never runs.
     group_row("zone-key-unlabelled-never", NEVER, 2, 4, 2, "topology.example.com/zone"),
+    *MORE_ROWS,
 )
 
 

@@ -25,7 +25,13 @@ from e2e.nodes import GPU
 HOSTNAME = "kubernetes.io/hostname"
 RACKS = {"r0": "b0", "r1": "b0", "r2": "b1", "r3": "b1"}  # rack -> block
 HOSTS_PER_RACK = 3
-NODE_ALLOCATABLE: Mapping[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "110", GPU: "8"}
+NODE_ALLOCATABLE: Mapping[str, str] = {
+    "cpu": "32",
+    "memory": "256Gi",
+    "pods": "110",
+    GPU: "8",
+    "ephemeral-storage": "400Gi",
+}
 # node -> GPUs its blocker pod holds: r0 8, r1 4, r2 12, r3 2 used (16/20/12/22 free).
 BLOCKERS: Mapping[str, int] = {"r0-h0": 8, "r1-h0": 4, "r2-h0": 8, "r2-h1": 4, "r3-h0": 2}
 BLOCKER_NAMESPACE = "blockers"

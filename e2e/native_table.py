@@ -34,7 +34,9 @@ from pathlib import Path
 
 import yaml
 
+from e2e.controlplane import KubectlError
 from e2e.native_fate import Fate, observe
+from e2e.native_nodes import prepare
 from e2e.native_rows import ERROR, FITS, NAMESPACE, NEVER, WAITS, Row
 from e2e.native_scenario import group_name
 from e2e.native_verdict import JUDGED, Verdict, finish_check, start_check, verdict
@@ -58,6 +60,7 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
     if row.setup is not None:
         world.create(row.setup(NAMESPACE))
         world.wait_running(NAMESPACE)
+    undo = prepare(world, row, NAMESPACE)
     # The scheduler's cache must hold what the dump holds: the last row's pods deleted, blockers
     # back (a cycle on a cache still holding the last row's pods chose another rack).
     world.sync_scheduler(NAMESPACE)
@@ -70,10 +73,11 @@ def run_row(world: NativeWorld, row: Row, workdir: Path) -> Outcome:
         world.create_group(objects)
         group = world.job_pod_group(NAMESPACE, row.name) if row.job else group_name(row.name)
         fate = observe(world, row, group)
-    except AssertionError as exc:  # a wait that timed out: the row fails, the table goes on
+    except (AssertionError, KubectlError) as exc:  # a wait timed out, kubectl refused: the row fails
         fate = Fate(ERROR, f"error: {exc}")
     finally:
         world.clear(NAMESPACE)
+        undo()
         world.restore_blockers()
         said = verdict(finish_check(check), row.key, world.node_labels)
     agree, problems = compare(row, said, fate)

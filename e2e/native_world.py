@@ -161,8 +161,9 @@ class NativeWorld:
         return directory
 
     def clear(self, namespace: str) -> None:
-        """Delete every Job, Pod, PodGroup and Workload of ``namespace`` and wait until none is left."""
-        kinds = f"jobs,pods,{POD_GROUPS},{WORKLOADS}"
+        """Delete every Job, Pod, PodGroup, Workload and LimitRange of ``namespace`` and wait until
+        none is left."""
+        kinds = f"jobs,pods,{POD_GROUPS},{WORKLOADS},limitranges"
         self.cp.kubectl("delete", kinds, "--all", "-n", namespace, "--grace-period=0", "--wait=false")
         wait_until(
             f"{namespace} empty", lambda: not self.cp.kubectl_json("get", kinds, "-n", namespace)["items"]
