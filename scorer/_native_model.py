@@ -29,6 +29,9 @@ SCORED = ("cpu", "memory")  # NodeResourcesFit's default scoring resources, weig
 # schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what scoring counts for a pod without.
 NON_ZERO = {"cpu": 100, "memory": 200 * 1024 * 1024}
 NO_KEY = ""  # the one placement of a group without a topology constraint: every node
+# A resource no node has, one unit per node: a group whose pods take a host port (NodePorts'
+# filter: two pods on one node cannot bind the same port) places at most one pod per node.
+HOST_PORT = "tasgate.io/host-port"
 
 
 def native_engines() -> dict[str, ModuleType]:
@@ -56,6 +59,7 @@ class NativeRequest:
     # Pods of several shapes, in the scheduler's queue order (then ``count`` is their number and
     # ``requests`` is unused): each domain runs the per-pod cycle (``place_pods``).
     pods: tuple[Mapping[str, int], ...] = ()
+    host_ports: bool = False  # its pods bind host ports (hostPort, or ports under hostNetwork)
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,13 @@ def place_native(
     usage: Mapping[str, Mapping[str, int]] | None,
     empty: bool,
     engine: ModuleType | None = None,
+    nonzero: Mapping[str, tuple[int, int]] | None = None,
 ) -> NativePlacement:
-    """Place one pod group as the kube-scheduler's PodGroup cycle would, on ``nodes``."""
+    """Place one pod group as the kube-scheduler's PodGroup cycle would, on ``nodes``.
+
+    ``nonzero``: node -> (milli-cpu, memory bytes) its bound pods count beyond their requests in
+    the scheduler's ``NonZeroRequested`` (100m / 200Mi per container stating none), which the
+    placement score reads; ignored when ``empty``."""
     engine = engine or native_engines()[NATIVE_IMPLEMENTATION]
     labelled = [n for n in nodes if req.key is None or req.key in n.labels]
     if not labelled:  # no placement at all: the cycle's "0/0 placements are available"
@@ -101,8 +110,9 @@ def place_native(
     values = sorted({n.labels[req.key] if req.key is not None else NO_KEY for n in labelled})
     index = {v: i for i, v in enumerate(values)}
     shapes = req.pods or (req.requests,)
-    names = sorted({r for shape in shapes for r, v in shape.items() if v > 0} | {PODS})
-    want = {**req.requests, PODS: 1}
+    port = {HOST_PORT: 1} if req.host_ports else {}
+    names = sorted({r for shape in shapes for r, v in shape.items() if v > 0} | {PODS, *port})
+    want = {**req.requests, PODS: 1, **port}
     domain, ok, free = array("i"), array("b"), array("q")
     alloc = [[0, 0] for _ in values]
     used = [[0, 0] for _ in values]
@@ -111,10 +121,11 @@ def place_native(
         taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
         domain.append(d)
         ok.append(int(_schedulable(node, req, empty)))
-        free.extend(node.allocatable.get(r, 0) - taken.get(r, 0) for r in names)
+        free.extend({**node.allocatable, **port}.get(r, 0) - taken.get(r, 0) for r in names)
+        extra = (0, 0) if empty or nonzero is None else nonzero.get(node.name, (0, 0))
         for i, r in enumerate(SCORED):
             alloc[d][i] += node.allocatable.get(r, 0)
-            used[d][i] += taken.get(r, 0)
+            used[d][i] += taken.get(r, 0) + extra[i]
     required = index.get(req.bound_domain, -2) if req.bound_domain is not None else -1
     if req.pods:
         raw = _place_pods(
@@ -160,9 +171,10 @@ def _place_pods(
         taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
         cap.extend(node.allocatable.get(r, 0) for r in SCORED)
         taken_rows.extend(taken.get(r, 0) for r in SCORED)
+    port = {HOST_PORT: 1} if req.host_ports else {}
     rows, nz, act = array("q"), array("q"), array("q")
     for shape in req.pods:
-        rows.extend({**shape, PODS: 1}.get(r, 0) for r in names)
+        rows.extend({**shape, PODS: 1, **port}.get(r, 0) for r in names)
         nz.extend(shape.get(r, 0) or NON_ZERO[r] for r in SCORED)
         act.extend(shape.get(r, 0) for r in SCORED)
     n, p = len(labelled), len(req.pods)

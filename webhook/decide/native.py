@@ -24,11 +24,12 @@ from scorer.model import (
     TopologyRequest,
 )
 from webhook.decide.native_inject import inject_native
+from webhook.decide.native_ports import one_per_node
 from webhook.decide.native_subject import Group, Subject
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
-from webhook.model.podrequests import pod_requests
+from webhook.model.podrequests import PodDefaults, pod_requests
 from webhook.model.quantity import format_quantity
 from webhook.model.scheduling import read_scheduling
 from webhook.model.workloads.native import GANG
@@ -44,19 +45,22 @@ def decide_native(
         return _with(base, Reason.NATIVE_UNKNOWN, True, warnings=(f"not checked: {subject.missing}",))
     try:
         injected = inject_native(obj, base.namespace, subject, policy, state)
-        verdicts = tuple(_judge(g, state) for g in injected.subject.groups)
+        defaults = state.pod_defaults(base.namespace)
+        verdicts = tuple(_judge(g, state, defaults) for g in injected.subject.groups)
     except InvalidObject as exc:
         return _with(base, Reason.INVALID, False, message=str(exc))
     groups = injected.subject.groups
     notes = list(injected.warnings)
     if subject.kind == "Workload":
-        verdicts = _stamped_without_key(groups, verdicts, state, notes)
+        verdicts = _stamped_without_key(groups, verdicts, state, defaults, notes)
     base = replace(base, warnings=(*base.warnings, *notes), patch=injected.patch)
     base = replace(base, pod_sets=verdicts, topology=None)
     short = [(g, g.supply) for g in groups if _short(g)]
     denials = [_too_few_text(g) for g, supply in short if supply is not None and supply.certain]
     denials += [
-        _never_text(v, g) for g, v in zip(groups, verdicts, strict=True) if v.never and not v.never.fits
+        _never_text(v, g, defaults)
+        for g, v in zip(groups, verdicts, strict=True)
+        if v.never and not v.never.fits
     ]
     if denials:
         return _with(base, Reason.NEVER_FITS, False, message=" ".join(denials))
@@ -67,7 +71,11 @@ def decide_native(
 
 
 def _stamped_without_key(
-    groups: tuple[Group, ...], verdicts: tuple[PodSetVerdict, ...], state: ClusterState, notes: list[str]
+    groups: tuple[Group, ...],
+    verdicts: tuple[PodSetVerdict, ...],
+    state: ClusterState,
+    defaults: PodDefaults,
+    notes: list[str],
 ) -> tuple[PodSetVerdict, ...]:
     """A Workload's templates as the PodGroups the scheduler reads may be: without the key.
 
@@ -87,7 +95,7 @@ def _stamped_without_key(
             f'PodGroup stamped from it with topology key "{g.spec.key}" would never be scheduled; '
             "the kube-scheduler reads the PodGroup's own constraints (the Job controller copies none)"
         )
-        out.append(_judge(replace(g, spec=replace(g.spec, key=None)), state))
+        out.append(_judge(replace(g, spec=replace(g.spec, key=None)), state, defaults))
     return tuple(out)
 
 
@@ -106,12 +114,15 @@ def _too_few_text(g: Group) -> str:
     return f"{head} waits for more pods: {g.supply.what}; {gate}"
 
 
-def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
+def _judge(g: Group, state: ClusterState, defaults: PodDefaults) -> PodSetVerdict:
+    """One group placed now and on the empty cluster. Requests are the pods' as the kube-scheduler
+    reads them: after the API server's LimitRanger and RuntimeClass admission filled in what a
+    Job's template (or a manifest's pod) leaves out; on pods already created that is a no-op."""
     spec = g.pod_spec or {}
-    requests = pod_requests(spec, g.spec_path)
+    requests = pod_requests(spec, g.spec_path, defaults)
     found = read_scheduling(spec, g.spec_path)
     domain = _bound_domain(g, state)
-    shapes = _queued_shapes(g, state)
+    shapes = _queued_shapes(g, state, defaults)
     req = NativeRequest(
         name=g.spec.name,
         count=g.count,
@@ -124,8 +135,9 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
         scheduled=g.members.bound,
         bound_domain=domain,
         pods=shapes,
+        host_ports=one_per_node(g.pod_specs or [spec]),
     )
-    now = place_native(state.nodes, req, state.usage, empty=False)
+    now = place_native(state.nodes, req, state.usage, empty=False, nonzero=state.native.nonzero)
     never = place_native(
         state.nodes, replace(req, count=g.count + g.members.bound, scheduled=0, bound_domain=None), None, True
     )
@@ -143,21 +155,21 @@ def _judge(g: Group, state: ClusterState) -> PodSetVerdict:
     )
 
 
-def _queued_shapes(g: Group, state: ClusterState) -> tuple[Mapping[str, int], ...]:
+def _queued_shapes(g: Group, state: ClusterState, defaults: PodDefaults) -> tuple[Mapping[str, int], ...]:
     """Pods of several shapes, in the PodGroup cycle's order (priority, then creation: here the
     order seen); () when they are all of one shape, the fast path."""
-    if not _several_sizes(g):
+    if not _several_sizes(g, defaults):
         return ()
-    shapes = [pod_requests(spec, g.spec_path) for spec in g.pod_specs]
+    shapes = [pod_requests(spec, g.spec_path, defaults) for spec in g.pod_specs]
     order = sorted(range(len(shapes)), key=lambda i: -_priority(g.pod_specs[i], state))
     return tuple(shapes[i] for i in order)
 
 
-def _several_sizes(g: Group) -> bool:
+def _several_sizes(g: Group, defaults: PodDefaults) -> bool:
     """Every queued pod is known one by one, and they do not all ask for the same."""
     if len(g.pod_specs) < 2 or len(g.pod_specs) != g.count:
         return False
-    shapes = [pod_requests(spec, g.spec_path) for spec in g.pod_specs]
+    shapes = [pod_requests(spec, g.spec_path, defaults) for spec in g.pod_specs]
     return any(shape != shapes[0] for shape in shapes)
 
 
@@ -237,10 +249,10 @@ def _pods(n: int) -> str:
     return f"{n} pod" if n == 1 else f"{n} pods"
 
 
-def _never_text(v: PodSetVerdict, g: Group) -> str:
+def _never_text(v: PodSetVerdict, g: Group, defaults: PodDefaults) -> str:
     assert v.never is not None
     req = ", ".join(f"{r}: {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "no requests"
-    if _several_sizes(g):
+    if _several_sizes(g, defaults):
         req = f"{len(g.pod_specs)} pods of several sizes, tried in the kube-scheduler's order"
     else:
         req = f"per pod {req}"

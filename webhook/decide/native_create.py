@@ -75,7 +75,7 @@ def create_native(review: Review, base: Decision, state: ClusterState, policy: P
         return None
     notes: list[str] = []
     if rule.inject.mode == "required":
-        key, problem = inject_key(group, rule, policy, state)
+        key, problem = inject_key(group, rule, policy, state, state.pod_defaults(base.namespace))
         group = replace(group, spec=replace(group.spec, key=key))
         notes += [problem] if key is None else []
     elif rule.inject.mode == "preferred":

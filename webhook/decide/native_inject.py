@@ -19,10 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scorer._native_model import NativeRequest, place_native
+from webhook.decide.native_ports import one_per_node
 from webhook.decide.native_subject import Group, Subject
 from webhook.decide.policy import TIGHTEST, Policy, Rule
 from webhook.decide.policy import Subject as Who
-from webhook.model.podrequests import pod_requests
+from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
 from webhook.state.cluster import ClusterState
 
 BACKEND = "native"
@@ -55,7 +56,7 @@ def inject_native(
         ):
             groups.append(g)
             continue
-        key, problem = inject_key(g, rule, policy, state)
+        key, problem = inject_key(g, rule, policy, state, state.pod_defaults(namespace))
         if key is None:
             warnings.append(problem)
             groups.append(g)
@@ -83,22 +84,29 @@ def rule_for(namespace: str, subject: Subject, policy: Policy, state: ClusterSta
     return rule if rule is not None and rule.gang.backend == BACKEND else None
 
 
-def inject_key(g: Group, rule: Rule, policy: Policy, state: ClusterState) -> tuple[str | None, str]:
+def inject_key(
+    g: Group, rule: Rule, policy: Policy, state: ClusterState, defaults: PodDefaults = NO_DEFAULTS
+) -> tuple[str | None, str]:
     """The topology key a ``required`` rule gives group ``g`` (its level, or the tightest that
-    holds it on the empty cluster), or None and the warning saying why none is added."""
+    holds it on the empty cluster), or None and the warning saying why none is added. The group
+    is sized as the verdict sizes it (``defaults``: the namespace's LimitRange, host ports), so
+    the level chosen is never one the verdict then finds too small."""
     if rule.inject.level != TIGHTEST:
         return rule.inject.level, ""
     levels: Sequence[str] = policy.default_topology.levels if policy.default_topology else ()
     if not levels:
         return None, "no topology added: level tightest needs the policy's defaultTopology levels"
     assert g.pod_spec is not None
-    requests = pod_requests(g.pod_spec, g.spec_path)
+    requests = pod_requests(g.pod_spec, g.spec_path, defaults)
+    ports = one_per_node(g.pod_specs or [g.pod_spec])
     fitting = [
         key
         for key in levels
         if place_native(
             state.nodes,
-            NativeRequest(g.spec.name, g.count + g.members.bound, g.spec.min_count, requests, key),
+            NativeRequest(
+                g.spec.name, g.count + g.members.bound, g.spec.min_count, requests, key, host_ports=ports
+            ),
             None,
             True,
         ).fits

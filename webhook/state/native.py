@@ -18,6 +18,7 @@ from typing import Any
 
 from webhook.model.workloads.native import NATIVE_API, NativeObject, read_native, scheduling_group
 from webhook.state.fields import metadata
+from webhook.state.native_nonzero import nonzero_extra
 from webhook.wire.errors import InvalidObject
 
 Key = tuple[str, str]  # (namespace, name)
@@ -43,6 +44,9 @@ class NativeIndex:
     pod_groups: Mapping[Key, NativeObject] = field(default_factory=dict)
     jobs: Mapping[Key, Mapping[str, Any]] = field(default_factory=dict)
     members: Mapping[Key, Members] = field(default_factory=dict)
+    # Node -> (milli-cpu, memory bytes) its bound pods count beyond their requests in the
+    # kube-scheduler's NonZeroRequested, which its placement score reads (see `nonzero_extra`).
+    nonzero: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,6 +58,8 @@ class NativeFold:
     pod_groups: dict[Key, NativeObject] = field(default_factory=dict)
     jobs: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
     members: dict[Key, Members] = field(default_factory=dict)
+    nonzero: dict[str, tuple[int, int]] = field(default_factory=dict)
+    count_nonzero: bool = True  # False when folding a manifest's pods over a state (`with_applied`)
 
     def add(self, obj: Mapping[str, Any]) -> bool:
         """Fold ``obj`` in when it is one of these kinds; True if it was (raises InvalidObject)."""
@@ -74,8 +80,11 @@ class NativeFold:
         return False
 
     def add_pod(self, obj: Mapping[str, Any]) -> None:
-        """Count a pod that names a PodGroup (its usage is counted by the caller, as for any pod)."""
+        """Count a pod that names a PodGroup (its usage is counted by the caller, as for any pod),
+        and any bound pod's non-zero extra."""
         spec = obj.get("spec")
+        if self.count_nonzero:
+            self._add_nonzero(obj)
         group = scheduling_group(spec)
         if group is None or not isinstance(spec, Mapping):
             return
@@ -99,19 +108,36 @@ class NativeFold:
             specs=was.specs if node else (*was.specs, spec),
         )
 
+    def _add_nonzero(self, obj: Mapping[str, Any]) -> None:
+        spec, status = obj.get("spec"), obj.get("status")
+        if not isinstance(spec, Mapping) or not spec.get("nodeName"):
+            return
+        if isinstance(status, Mapping) and status.get("phase") in TERMINAL:
+            return
+        extra = nonzero_extra(spec)
+        if extra != (0, 0):
+            node = str(spec["nodeName"])
+            cpu, memory = self.nonzero.get(node, (0, 0))
+            self.nonzero[node] = (cpu + extra[0], memory + extra[1])
+
     @classmethod
     def seeded(cls, index: NativeIndex) -> NativeFold:
-        """A fold that starts from ``index`` (what a state already holds)."""
+        """A fold that starts from ``index`` (what a state already holds); a manifest's pods
+        are not bound, and their usage is not counted either."""
         return cls(
             index.served,
             dict(index.workloads),
             dict(index.pod_groups),
             dict(index.jobs),
             dict(index.members),
+            dict(index.nonzero),
+            count_nonzero=False,
         )
 
     def index(self) -> NativeIndex:
-        return NativeIndex(self.served, self.workloads, self.pod_groups, self.jobs, self.members)
+        return NativeIndex(
+            self.served, self.workloads, self.pod_groups, self.jobs, self.members, self.nonzero
+        )
 
 
 def with_applied(index: NativeIndex, objects: Iterable[Mapping[str, Any]], namespace: str) -> NativeIndex:
