@@ -39,8 +39,14 @@ def per_domain(settled: Settled, key: str | None, hosts: Mapping[str, Mapping[st
     return dict(Counter(hosts[node].get(key, "?") for node in settled.bound_nodes))
 
 
-def started(settled: Settled, row: Row) -> bool:
-    return settled.scheduled and len(settled.bound_nodes) >= row.started_at
+def started(settled: Settled, row: Row, logged: bool = False) -> bool:
+    """``started_at`` pods bound, and the scheduler said the group was scheduled: its
+    ``PodGroupScheduled=True``, or its own "Successfully scheduled a pod group" line (``logged``).
+    The condition alone is no proof either way: a later cycle for the group's leftover pods
+    (basic, or ``minCount`` below the count) may patch it back to False when the scheduler's
+    PodGroup lister has not yet seen the True (``updatePodGroupCondition`` guards on the lister),
+    as happened under load to basic-rack-7x4 with 5 of its pods bound."""
+    return (settled.scheduled or logged) and len(settled.bound_nodes) >= row.started_at
 
 
 def describe(settled: Settled, row: Row) -> str:
@@ -60,7 +66,7 @@ def decide(world: NativeWorld, row: Row, group: str, since: int, what: str) -> t
         state, settled = world.now(NAMESPACE, group, row.pods)
         shut_out = gated(world, state, row)
         later[:] = [(state, shut_out)]
-        if shut_out or started(state, row):
+        if shut_out or started(state, row, world.scheduled_logged(NAMESPACE, group)):
             return True
         # Cycles alone are no clock: v1.36.5 retries a gang's leftover pod in a tight loop (hundreds
         # of "Unable to schedule a pod group" lines a second), and a pod still carries the
@@ -88,7 +94,7 @@ def observe(world: NativeWorld, row: Row, group: str) -> Fate:
     when it had to free the cluster."""
     hosts = world.node_labels
     now, shut_out = decide(world, row, group, 0, "now")
-    if started(now, row):
+    if started(now, row, world.scheduled_logged(NAMESPACE, group)):
         return Fate(FITS, describe(now, row), per_domain(now, row.key, hosts), now.condition)
     world.free_blockers()
     world.sync_scheduler(NAMESPACE)  # cycles from here on see the freed cluster
@@ -96,7 +102,7 @@ def observe(world: NativeWorld, row: Row, group: str) -> Fate:
         return watch_gated(world, row, group)
     before = world.cycles(NAMESPACE, group)
     last, _ = decide(world, row, group, before, "on the empty cluster")
-    if started(last, row):
+    if started(last, row, world.scheduled_logged(NAMESPACE, group)):
         return Fate(
             WAITS, "waited, then " + describe(last, row), per_domain(last, row.key, hosts), last.condition
         )

@@ -262,6 +262,11 @@ class NativeWorld:
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
         return sum(1 for line in text.splitlines() if pattern.search(line))
 
+    def scheduled_logged(self, namespace: str, group: str) -> bool:
+        """Whether the scheduler logged a successful PodGroup cycle for ``group`` (``--v=2``)."""
+        needle = f'"Successfully scheduled a pod group" podGroup="{namespace}/{group}"'
+        return needle in self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+
     def scheduler_events(self, namespace: str) -> list[dict[str, Any]]:
         """The events the scheduler wrote in ``namespace`` (FailedScheduling, Scheduled)."""
         items = self.cp.kubectl_json("get", "events.events.k8s.io", "-n", namespace)["items"]
