@@ -109,6 +109,16 @@ def test_the_waiting_list_is_bounded_and_ages_out() -> None:
     assert recent.current() == ()
 
 
+def test_only_a_mutate_brief_carries_the_waiting_gang() -> None:
+    """/validate's brief is never noted (serve.waiting), so it leaves the gang out; all else equal."""
+    state, policy = Harness().holder.current, load_policy("default")
+    assert state is not None
+    decision = decide(Review(waits(), namespace="default"), state, policy)
+    mutating, validating = (brief_of(decision, policy.gpu_resources, m) for m in (True, False))
+    assert mutating is not None and mutating.waiting is not None and mutating.waiting.name == "llama-finetune"
+    assert validating == dataclasses.replace(mutating, waiting=None)
+
+
 async def test_a_gang_the_tracker_sees_admitted_leaves_the_waiting_list(
     aiohttp_client: ClientFactory,
 ) -> None:

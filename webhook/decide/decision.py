@@ -37,6 +37,7 @@ from webhook.decide.verdicts import (
     Review,
     all_fit_now,
     all_fit_when_empty,
+    revised,
 )
 from webhook.model import annotations as ann
 from webhook.model.podset import WorkloadView, view_workload
@@ -88,7 +89,7 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     if exempt:
         return _with(base, Reason.EXEMPT)
     # Unknown, misspelt or misplaced Kueue/tasgate keys: said on every verdict from here on.
-    base = replace(base, warnings=key_warnings(obj, wl))
+    base = revised(base, warnings=key_warnings(obj, wl))
     labels = meta.get("labels") or {}
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
         return _deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
@@ -108,9 +109,9 @@ def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     pod_sets = unjudged(view)  # not checked still lists what Kueue is asked for
     rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
     if rejected is not None:
-        return _not_checked(replace(base, pod_sets=pod_sets), state, queue, rejected)
+        return _not_checked(revised(base, pod_sets=pod_sets), state, queue, rejected)
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
-    base = replace(base, pod_sets=pod_sets, queue=queue, cluster_queue=resolution.cluster_queue)
+    base = revised(base, pod_sets=pod_sets, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
         warning = f"not checked: {resolution.problem}"
         return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
@@ -173,9 +174,9 @@ def _judge(
             audit = _audit(found.scored.verdicts, found.scored.target, reason)
             if after.allowed:
                 note = victims_warning(found.preemption)
-                decision = replace(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
+                decision = revised(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
     if quota.today and decision.allowed:
-        decision = replace(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
+        decision = revised(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
     return decision
 
 
@@ -220,7 +221,7 @@ def _verdict(
     if denials:
         audit = _audit(scored.verdicts, target, Reason.NEVER_FITS)
         message = " ".join(denials)
-        return replace(
+        return revised(
             base,
             flavors=flavors,
             pod_sets=scored.verdicts,
@@ -236,7 +237,7 @@ def _verdict(
     entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
     groups = gang.pod_groups(view, backend, base.namespace, entries)
     reason = Reason.FITS if all_fit_now(scored.verdicts) else Reason.WAITS
-    return replace(
+    return revised(
         base,
         flavors=flavors,
         pod_sets=scored.verdicts,
@@ -265,7 +266,7 @@ def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) ->
 
 
 def _deny(base: Decision, reason: Reason, message: str) -> Decision:
-    return replace(base, allowed=False, reason=reason, message=message, audit=_verdict_audit(False, reason))
+    return revised(base, allowed=False, reason=reason, message=message, audit=_verdict_audit(False, reason))
 
 
 def _not_checked(base: Decision, state: ClusterState, queue: str | None, rejected: Rejected) -> Decision:
@@ -273,7 +274,7 @@ def _not_checked(base: Decision, state: ClusterState, queue: str | None, rejecte
     lq = state.local_queues.get((base.namespace, queue)) if queue else None
     warning = f"not checked: {messages.left_out(rejected)}"
     decision = _with(base, Reason.OBJECT_REJECTED, (warning,))
-    return replace(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
+    return revised(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
 
 
 def _no_target(resolution: Resolution, policy: Policy) -> str:
@@ -289,12 +290,12 @@ def _no_tas(base: Decision, why: str) -> Decision:
     """Not placed by TAS, saying why in the message: the CLI shows it (a state missing the Topology
     reads "not checked" with the cause); an allowed admission carries no message, so the webhook
     stays as quiet as before for every Job that is not TAS's."""
-    return replace(_with(base, Reason.NO_TAS), message=f"no TAS: {why}")
+    return revised(_with(base, Reason.NO_TAS), message=f"no TAS: {why}")
 
 
 def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
     warnings = (*base.warnings, *warnings)
-    return replace(base, reason=reason, warnings=warnings, audit=_verdict_audit(True, reason))
+    return revised(base, reason=reason, warnings=warnings, audit=_verdict_audit(True, reason))
 
 
 def _verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:

@@ -36,13 +36,17 @@ class Brief:
     waiting: WaitingGang | None  # the gang of a must-wait verdict, else None
 
 
-def brief_of(decision: Decision | None, gpu_resources: tuple[str, ...]) -> Brief | None:
+def brief_of(
+    decision: Decision | None, gpu_resources: tuple[str, ...], mutating: bool = True
+) -> Brief | None:
+    """``mutating``: whether the decision answers /mutate. Only /mutate's waiting gang is noted
+    (``serve.waiting``), so a /validate brief leaves it out rather than compute it for nothing."""
     if decision is None:
         return None
     d = decision
     return Brief(
         d.api_version, d.kind, d.namespace, d.name, d.topology, d.queue, d.cluster_queue,
-        d.pod_groups, audit_pod_sets(d), waiting_gang(d, gpu_resources),
+        d.pod_groups, audit_pod_sets(d), waiting_gang(d, gpu_resources) if mutating else None,
     )  # fmt: skip
 
 

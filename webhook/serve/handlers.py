@@ -126,7 +126,8 @@ async def _review(request: web.Request, endpoint: str) -> web.Response:
 async def _answer(request: web.Request, endpoint: str, started: int) -> web.Response:
     app = request.app
     try:
-        raw = await asyncio.wait_for(request.read(), app[SETTINGS].read_timeout)
+        async with asyncio.timeout(app[SETTINGS].read_timeout):  # no task per review, as wait_for makes
+            raw = await request.read()
     except TimeoutError:
         app[METRICS].errors.labels("slow-body").inc()
         log.warning("bad request: body not received within %gs; closing", app[SETTINGS].read_timeout)
@@ -202,7 +203,7 @@ async def _decide(
                   where, exc_info=not where)  # fmt: skip
         failed = unavailable(app[SETTINGS], "tasgate failed to decide; see its log")
         return Answer(replace(failed, reason=Reason.INTERNAL_ERROR), None)
-    return Answer(outcome, brief_of(outcome.decision, policy.gpu_resources))
+    return Answer(outcome, brief_of(outcome.decision, policy.gpu_resources, mutating))
 
 
 async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Answer:

@@ -144,7 +144,7 @@ class Serving:
             return ("failed", traceback.format_exc(limit=3).strip().splitlines()[-1])
         if time.monotonic() - started > budget:
             return ("timeout",)
-        brief = brief_of(outcome.decision, policy.gpu_resources)
+        brief = brief_of(outcome.decision, policy.gpu_resources, mutating)
         return ("ok", replace(settled(outcome, settings), decision=None), brief, self.watch.take())
 
 
