@@ -22,10 +22,12 @@ class FreeLedger:
 
     __slots__ = ("_column", "_leaf_of", "_width", "base", "changed", "free")
 
-    def __init__(self, base: Cluster) -> None:
+    def __init__(self, base: Cluster, free: array[int] | None = None) -> None:
+        """``free``, when given, is a private copy of ``base.now.free`` the ledger takes over
+        (made off the event loop by its caller); else the ledger copies it."""
         tree = base.now.tree
         self.base = base
-        self.free = array("q", base.now.free)
+        self.free = array("q", base.now.free) if free is None else free
         self.changed = False
         self._width = len(tree.resources)
         self._leaf_of = tree.leaf_of_node

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -33,7 +34,7 @@ from webhook.live.native import KINDS as NATIVE_KINDS
 from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.publisher import Publisher
 from webhook.live.rejections import Rejections
-from webhook.live.usage import Assigned, UsageBook
+from webhook.live.usage import Assigned, SnapshotKey, UsageBook, private_frees
 from webhook.state.cluster import ClusterState
 from webhook.state.fields import metadata
 from webhook.state.rejected import Rejected
@@ -217,7 +218,7 @@ class Mirror(Publisher):
             try:
                 # Made with every snapshot ready: reviews never wait for it nor build a
                 # snapshot themselves, and use the previous generation meanwhile.
-                state = await asyncio.to_thread(_assemble, inputs, self.default_levels)
+                made, frees = await asyncio.to_thread(_made, inputs, self.default_levels)
             except Exception:
                 log.exception("cluster state not rebuilt; the last one stays published")
                 self.usage.abort_rebuild()
@@ -226,7 +227,8 @@ class Mirror(Publisher):
                 if state is None:
                     return False
             else:
-                self.usage.finish_rebuild(state)
+                self.usage.finish_rebuild(made, frees)
+                state = made
                 self.rejections.published = inputs.rejections
         if state is None:  # never: no state yet is a rebuild, and a failed one returned above
             return False
@@ -280,3 +282,11 @@ class Mirror(Publisher):
             return self.nodes.pop(name, None) is not None
         self.nodes[name] = parsed
         return cached is None or cached[1] != parsed[1]
+
+
+def _made(
+    inputs: Inputs | NodeEdit, defaults: DefaultLevels
+) -> tuple[ClusterState, dict[SnapshotKey, array[int]]]:
+    """The next state and its ledgers' copies of free capacity, both made off the loop."""
+    state = _assemble(inputs, defaults)
+    return state, private_frees(state)
