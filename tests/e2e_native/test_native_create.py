@@ -93,6 +93,8 @@ def test_a_job_no_rack_can_hold_is_denied_with_the_numbers(world: NativeWorld, l
     assert created.returncode != 0, created.stdout
     assert 'admission webhook "mutate.tasgate.io" denied the request' in created.stderr, created.stderr
     assert "holds at most 6 of the 7 pods" in created.stderr, created.stderr
+    # the audit writer is woken once per batch: the record follows the answer
+    wait_until("tasgate's audit of the denied Job", lambda: ("Job", "wide") in live.verdicts())
     assert live.verdicts()[("Job", "wide")] == ("never-fits", False)
     jobs = json.loads(world.cp.kubectl("get", "jobs", "-n", NS, "-o", "json").stdout)["items"]
     assert "wide" not in {j["metadata"]["name"] for j in jobs}

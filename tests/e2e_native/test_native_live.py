@@ -185,6 +185,8 @@ def test_never_fitting_pod_group_is_denied_from_its_unbound_pods(
     assert created.returncode != 0, created.stdout
     assert 'admission webhook "mutate.tasgate.io" denied the request' in created.stderr, created.stderr
     assert "holds at most 6 of the 7 pods" in created.stderr, created.stderr
+    # the audit writer is woken once per batch: the record follows the answer
+    waited("tasgate's audit of the denied PodGroup", lambda: ("PodGroup", "too-wide") in live.verdicts())
     verdict = live.verdicts()[("PodGroup", "too-wide")]
     assert verdict == ("never-fits", False)
     assert check(live, state, [pg], tmp_path)[("PodGroup", "too-wide")] == verdict
