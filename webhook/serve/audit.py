@@ -113,7 +113,7 @@ class AuditLog:
             return
         first = not pending
         pending.append(record)
-        if first:  # a wake-up lost to a race is caught by the writer's periodic look
+        if first:  # else the writer is awake, or sees it pending before it sleeps again
             self._wake.set()
 
     def close(self, timeout: float = 5.0) -> None:
@@ -123,7 +123,10 @@ class AuditLog:
 
     def _write_forever(self) -> None:
         while True:
-            self._wake.wait(1.0)
+            # A record appended while the last batch was being taken found the deque non-empty
+            # and set nothing: it is pending now, so look again before sleeping on the event.
+            if not self._pending:
+                self._wake.wait(1.0)
             self._wake.clear()
             if not self._closing:
                 time.sleep(self._gather)  # let the batch gather
