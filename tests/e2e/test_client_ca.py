@@ -160,8 +160,9 @@ def test_a_job_created_through_the_api_server_is_judged(served: Served) -> None:
         return result.returncode == 0
 
     wait_for("the API server to create a Job through tasgate", created)
-    lines = [a for a in served.audit() if a["name"] == "signed" and a["endpoint"] == "validate"]
-    assert lines and lines[-1]["allowed"] is True, served.audit()
+    signed = lambda: [a for a in served.audit() if a["name"] == "signed" and a["endpoint"] == "validate"]  # noqa: E731
+    wait_for("tasgate's audit line of the signed Job (written after its answer)", lambda: bool(signed()), 10)
+    assert signed()[-1]["allowed"] is True, served.audit()
     events = [
         e
         for e in cp.audit_events()
@@ -184,7 +185,7 @@ def test_a_direct_post_needs_a_certificate_from_the_client_ca(served: Served) ->
         served.post(served.cp.admin_cert)  # valid for the API server, but from the cluster CA
     auth = served.cp.webhook_client
     assert served.post((auth.cert, auth.key)) == 200  # the API server's own pair: a control
-    assert [a for a in served.audit() if a["uid"] == "direct"], "the control was judged"
+    wait_for("the control's audit line", lambda: any(a["uid"] == "direct" for a in served.audit()), 10)
 
 
 def test_the_metrics_port_still_answers_anyone(served: Served) -> None:

@@ -82,10 +82,13 @@ class AuditLog:
     review: ``__call__`` only appends the record to a bounded deque; the writer thread serialises,
     writes and flushes what has gathered, one batch at a time. It is woken once per batch, not
     per record (a wake-up per record was a lock, a futex and a GIL hand-over on every review):
-    the first record of a batch wakes it, it lets ``gather`` seconds of records pile up, then
-    writes them all. A record that finds ``limit`` pending is dropped and counted (``dropped``,
-    ``on_drop``: ``tasgate_audit_lines_dropped_total``), never waited for. `close` writes out
-    what is pending (within ``timeout``) at shutdown.
+    the first record of a batch wakes it and it writes all that is pending then (records that
+    arrive while it writes make the next batch; ``gather`` > 0 waits that long first, for larger
+    batches, at the cost of a record written that much after its answer: off by default, as a
+    reader of the log may look for the line as soon as the answer arrives). A record that finds
+    ``limit`` pending is dropped and counted (``dropped``, ``on_drop``:
+    ``tasgate_audit_lines_dropped_total``), never waited for. `close` writes out what is pending
+    (within ``timeout``) at shutdown.
     """
 
     def __init__(
@@ -93,7 +96,7 @@ class AuditLog:
         stream: TextIO,
         limit: int = 10_000,
         on_drop: Callable[[], None] = lambda: None,
-        gather: float = 0.01,
+        gather: float = 0.0,
     ) -> None:
         self.stream = stream
         self.on_drop = on_drop
@@ -128,7 +131,7 @@ class AuditLog:
             if not self._pending:
                 self._wake.wait(1.0)
             self._wake.clear()
-            if not self._closing:
+            if self._gather and not self._closing:
                 time.sleep(self._gather)  # let the batch gather
             records = self._take()
             if records:
