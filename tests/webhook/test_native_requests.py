@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from e2e.native_rows_more import limit_range
 from tests.webhook.test_native import BASE, _submitted
 from webhook.decide.decision import decide
 from webhook.decide.policy import Policy
@@ -43,16 +44,6 @@ def _gpu_only_job_in_group(pods: int) -> list[dict[str, Any]]:
     return gang
 
 
-def _limit_range(namespace: str) -> dict[str, Any]:
-    default = {"cpu": "16", "memory": "128Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": {"name": "defaults", "namespace": namespace},
-        "spec": {"limits": [{"type": "Container", "defaultRequest": default, "default": default}]},
-    }
-
-
 def _judge(obj: dict[str, Any], objects: list[dict[str, Any]]) -> Decision:
     return decide(Review(obj, obj["metadata"]["namespace"]), build_state(objects), Policy("test"))
 
@@ -65,7 +56,7 @@ def _group(gang: list[dict[str, Any]]) -> dict[str, Any]:
 def test_limit_range_defaults_count_in_a_native_group() -> None:
     gang = _gpu_only_job_in_group(6)
     ns = _group(gang)["metadata"]["namespace"]
-    with_defaults = _judge(_group(gang), BASE + gang + [_limit_range(ns)])
+    with_defaults = _judge(_group(gang), BASE + gang + [limit_range(ns)])
     assert with_defaults.allowed and with_defaults.reason is Reason.WAITS, with_defaults.message
     (verdict,) = with_defaults.pod_sets
     assert verdict.requests["cpu"] == 16_000 and verdict.requests["memory"] == 128 * 2**30
@@ -79,7 +70,7 @@ def test_limit_range_defaults_make_a_never_fit_of_a_rack_gang_too_large() -> Non
     """7 pods of 16 cpu: at most 6 per rack even empty (the GPUs alone would allow 24)."""
     gang = _gpu_only_job_in_group(7)
     ns = _group(gang)["metadata"]["namespace"]
-    denied = _judge(_group(gang), BASE + gang + [_limit_range(ns)])
+    denied = _judge(_group(gang), BASE + gang + [limit_range(ns)])
     assert not denied.allowed and denied.reason is Reason.NEVER_FITS
     assert "holds at most 6 of the 7 pods" in denied.message
     assert _judge(_group(gang), BASE + gang).allowed
@@ -87,7 +78,7 @@ def test_limit_range_defaults_make_a_never_fit_of_a_rack_gang_too_large() -> Non
 
 def test_limit_range_of_another_namespace_changes_nothing() -> None:
     gang = _gpu_only_job_in_group(6)
-    assert _judge(_group(gang), BASE + gang + [_limit_range("elsewhere")]).reason is Reason.FITS
+    assert _judge(_group(gang), BASE + gang + [limit_range("elsewhere")]).reason is Reason.FITS
 
 
 # -- NonZeroRequested: bound pods that state no cpu or memory ------------------------------------
@@ -174,7 +165,7 @@ def test_nonzero_extra_follows_the_scheduler(spec: dict[str, Any], extra: tuple[
     assert nonzero_extra(spec) == extra
 
 
-def test_policy_tightest_level_sizes_the_pods_with_the_limit_range() -> None:
+def test_policy_tightest_level_sizes_the_pods_with_thelimit_range() -> None:
     """3 pods of 1 GPU fit one host as written; with the LimitRange's 16 cpu only 2 do. Sized
     without it, the PodGroup got the hostname key and then its own verdict denied it."""
     from tests.webhook.test_native import _native_policy  # noqa: PLC0415
@@ -182,7 +173,7 @@ def test_policy_tightest_level_sizes_the_pods_with_the_limit_range() -> None:
     gang = _gpu_only_job_in_group(3)
     group = _group(gang)
     group["spec"].pop("schedulingConstraints")
-    objects = BASE + gang + [_limit_range(group["metadata"]["namespace"])]
+    objects = BASE + gang + [limit_range(group["metadata"]["namespace"])]
     decision = decide(
         Review(group, group["metadata"]["namespace"]), build_state(objects), _native_policy("tightest")
     )
