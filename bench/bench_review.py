@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_live import _review_body
 from bench.bench_threads import live_state
-from scorer import snapshot
+from scorer import Cluster, snapshot
 from webhook.decide.decision import decide
 from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
@@ -73,21 +73,33 @@ def _review_object() -> dict[str, Any]:
 
 @contextmanager
 def _timed_place(spent: list[float]) -> Iterator[None]:
-    """Time every ``View.place`` call the decision makes (the placement, nothing else)."""
-    original = snapshot.View.place
+    """Time every placement the decision makes (the placement, nothing else): each
+    ``View.place`` and ``Cluster.place_now_and_never`` call, the outermost only (the pair may
+    place view by view)."""
+    originals = [(snapshot.View, "place"), (Cluster, "place_now_and_never")]
+    saved = [getattr(owner, name) for owner, name in originals]
+    depth = [0]
 
-    def place(self: snapshot.View, *args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            spent.append(time.perf_counter() - started)
+    def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def place(self: object, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            depth[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent.append(time.perf_counter() - started)
 
-    snapshot.View.place = place  # type: ignore[method-assign]
+        return place
+
+    for (owner, name), original in zip(originals, saved, strict=True):
+        setattr(owner, name, timed(original))
     try:
         yield
     finally:
-        snapshot.View.place = original  # type: ignore[method-assign]
+        for (owner, name), original in zip(originals, saved, strict=True):
+            setattr(owner, name, original)
 
 
 def in_process(nodes: int, pods: int, repeats: int) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Do decisions scale with cores? (a benchmark, never a test): `make bench-threads`.
 
-The compiled engine places a group in ``nogil`` C; the rest of a decision (reading the workload,
-messages, the verdict) is Python and holds the GIL, so a second thread adds little. A second
-decision *process* (``tasgate serve --decision-processes``) adds a core. This decides the same
-64-pod block-required gang on a 10,000-node / 100,000-pod live state, side by side in one run:
+The compiled engine places a group in ``nogil`` C, both of a decision's placements (now and when
+empty) in one call, so the GIL changes hands once per decision; the rest of a decision (reading
+the workload, messages, the verdict) is Python and holds the GIL. A decision *process*
+(``tasgate serve --decision-processes``) has a GIL of its own but pays the pipe. This decides
+the same 64-pod block-required gang on a 10,000-node / 100,000-pod live state, side by side in
+one run, with the server's GIL switch interval (`heap.share_the_gil`):
 
 - on 1 and 2 server threads, as the server does without decision processes (`judge` and the
   `Brief` the handlers keep);
@@ -166,6 +168,7 @@ def run(nodes: int, pods: int, per: int) -> dict[str, Any]:
 
 
 def main() -> None:
+    heap.share_the_gil()  # the server's GIL switch interval (serve.main), as every figure here
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pods", type=int, default=100_000)

@@ -2,8 +2,8 @@
 """Compiled engine: Kueue's TAS placement over flat arrays, without the GIL.
 
 `place_group` is the engine's Python entry point: it checks every array against the tree
-under the GIL, then runs the whole placement in `nogil` C over typed memoryviews with
-fixed-width integers. The algorithm mirrors `scorer._reference` line for line; the
+(shapes under the GIL, per-element ranges without it), then runs the whole placement in
+`nogil` C over typed memoryviews with fixed-width integers. The algorithm mirrors `scorer._reference` line for line; the
 differential tests hold the two to the same answers.
 """
 
@@ -11,6 +11,7 @@ cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from cpython.array cimport array as carray, clone
 from libc.stdlib cimport calloc, free as cfree, malloc
+from libc.string cimport memset
 
 from scorer._place cimport run
 from scorer._types cimport ST_FIT, ST_NOT_FIT, Outcome, Request, State, Tree
@@ -24,6 +25,12 @@ cdef extern from "Python.h":
 NAME = "compiled"
 cdef int _scratch_override = 0
 cdef carray _Q = carray("q")
+
+cdef enum:  # what `_checked_run` did: placed, or the step that refused
+    _RAN = 0
+    _BAD_TREE = 1
+    _BAD_REQUEST = 2
+    _NO_MEMORY = 3
 
 
 def _set_scratch_capacity(int capacity):
@@ -40,7 +47,7 @@ def _check(bint ok, str message):
 
 
 cdef bint _ranges_ok(const int32_t[::1] start, const int32_t[::1] end, const int32_t[::1] taint_class,
-                     int n, int n_leaves, int n_classes):
+                     int n, int n_leaves, int n_classes) noexcept nogil:
     cdef int i
     for i in range(n):
         if start[i] < 0 or start[i] > end[i] or end[i] > n:
@@ -53,7 +60,7 @@ cdef bint _ranges_ok(const int32_t[::1] start, const int32_t[::1] end, const int
 
 cdef bint _request_ok(const int32_t[::1] req_col, const int64_t[::1] req_val, const int64_t[::1] leader_val,
                       const int32_t[::1] inner, const int32_t[::1] layer_levels, const int32_t[::1] layer_sizes,
-                      int n_res, int n_levels):
+                      int n_res, int n_levels) noexcept nogil:
     cdef int i
     for i in range(req_col.shape[0]):
         if req_col[i] < -1 or req_col[i] >= n_res or req_val[i] < 0:
@@ -71,16 +78,29 @@ cdef bint _request_ok(const int32_t[::1] req_col, const int64_t[::1] req_val, co
 
 
 def place_group(tree, free, req):
-    """Place one PodSet or leader+workers group; the same contract as scorer._reference.
+    """Place one PodSet or leader+workers group; the same contract as scorer._reference."""
+    return _place(tree, free, free, req, False)[0]
 
-    Every array the nogil core trusts is checked here, under the GIL, in typed loops.
-    """
+
+def place_group_both(tree, free, other, req):
+    """The group placed on ``free`` and, independently, on ``other`` (two capacities of one
+    tree: now and when empty), as ``(place_group(tree, free, req), place_group(tree, other,
+    req))``. One `nogil` section for both: with two decision threads the GIL changes hands once
+    a placement pair, not twice, and each hand-over costs a thread wake-up."""
+    return _place(tree, free, other, req, True)
+
+
+cdef tuple _place(tree, free, other, req, bint both):
+    """Every array the nogil core trusts is checked first: shapes and scalars here, under the GIL;
+    the per-domain ranges and the request's values in typed loops that, like the allocation,
+    run without it (`_checked_run`)."""
     cdef const int32_t[::1] offsets = tree.level_offsets
     cdef const int32_t[::1] child_start = tree.child_start
     cdef const int32_t[::1] child_end = tree.child_end
     cdef const int32_t[::1] id_rank = tree.id_rank
     cdef const int32_t[::1] taint_class = tree.taint_class
     cdef const int64_t[::1] free_v = free
+    cdef const int64_t[::1] other_v = other
     cdef const int32_t[::1] req_col = req.req_col
     cdef const int64_t[::1] req_val = req.req_val
     cdef const int64_t[::1] leader_val = req.leader_val
@@ -91,9 +111,12 @@ def place_group(tree, free, req):
     cdef const int8_t[::1] label_excl = req.label_excl
     cdef Tree t
     cdef Request r
-    cdef State s
-    cdef Outcome o
+    cdef State s[2]
+    cdef Outcome o[2]
+    cdef int failed, runs = 2 if both else 1
     cdef int n_classes = len(tree.taint_classes)
+    memset(s, 0, sizeof(s))  # every pointer NULL: `_release` is safe whatever step failed
+    memset(o, 0, sizeof(o))
     t.n_levels = len(tree.levels)
     _check(t.n_levels >= 1 and offsets.shape[0] == t.n_levels + 1, "level_offsets must have one entry per level plus one")
     t.n_domains = offsets[t.n_levels]
@@ -102,15 +125,12 @@ def place_group(tree, free, req):
     _check(child_start.shape[0] == t.n_domains and child_end.shape[0] == t.n_domains
            and id_rank.shape[0] == t.n_domains, "child ranges and id ranks need one entry per domain")
     _check(taint_class.shape[0] == t.n_leaves, "taint_class must have one entry per leaf")
-    _check(free_v.shape[0] == <Py_ssize_t>t.n_leaves * t.n_resources, "free must be leaves x resources")
-    _check(_ranges_ok(child_start, child_end, taint_class, t.n_domains, t.n_leaves, n_classes),
-           "child ranges or taint classes out of bounds")
+    _check(free_v.shape[0] == <Py_ssize_t>t.n_leaves * t.n_resources
+           and other_v.shape[0] == free_v.shape[0], "free must be leaves x resources")
     _check(req_col.shape[0] >= 1 and req_val.shape[0] == req_col.shape[0], "req_col and req_val: same, non-zero length")
     _check(leader_val.shape[0] in (0, req_col.shape[0]), "leader_val must be empty or match req_val")
     _check(inner.shape[0] == t.n_levels, "inner_sizes needs one entry per level")
     _check(layer_levels.shape[0] == layer_sizes.shape[0], "layer_levels and layer_sizes differ in length")
-    _check(_request_ok(req_col, req_val, leader_val, inner, layer_levels, layer_sizes, t.n_resources, t.n_levels),
-           "request arrays out of range (columns, negative requests, layers)")
     _check(req.count >= 0 and req.slice_size >= 1, "count must be >= 0 and slice_size >= 1")
     _check(0 <= req.requested_level < t.n_levels and 0 <= req.slice_level < t.n_levels, "level index out of range")
     _check(class_excl.shape[0] == n_classes, "class_excluded needs one entry per taint class")
@@ -137,20 +157,54 @@ def place_group(tree, free, req):
     r.check_nodes = req.check_nodes
     r.class_excluded = &class_excl[0] if class_excl.shape[0] else NULL
     r.label_excl = &label_excl[0] if label_excl.shape[0] else NULL
-    if not _allocate(&s, &o, t.n_domains, t.n_levels, n_classes, r.n_req, r.n_layers):
-        _release(&s, &o)
-        raise MemoryError("scorer._core.place_group: cannot allocate working memory")
-    s.best_fit = not r.unconstrained
-    s.leader_count = 1 if r.leader_val != NULL else 0
+    # The checks that walk every domain, the allocation and the placements: all without the GIL,
+    # so a second decision thread runs Python meanwhile. Each fallible step says so by its code.
     try:
         with nogil:
-            run(&t, &r, &s, &free_v[0] if free_v.shape[0] else NULL, &o)
-        return _result(&t, &r, &s, &o, n_classes)
+            failed = _checked_run(&t, &r, s, o, runs, child_start, child_end, taint_class, req_col,
+                                  req_val, leader_val, inner, layer_levels, layer_sizes, n_classes,
+                                  &free_v[0] if free_v.shape[0] else NULL,
+                                  &other_v[0] if other_v.shape[0] else NULL)
+        if failed == _BAD_TREE:
+            _check(False, "child ranges or taint classes out of bounds")
+        if failed == _BAD_REQUEST:
+            _check(False, "request arrays out of range (columns, negative requests, layers)")
+        if failed == _NO_MEMORY:
+            raise MemoryError("scorer._core.place_group: cannot allocate working memory")
+        if both:
+            return (_result(&t, &r, &s[0], &o[0], n_classes), _result(&t, &r, &s[1], &o[1], n_classes))
+        return (_result(&t, &r, &s[0], &o[0], n_classes),)
     finally:
-        _release(&s, &o)
+        _release(&s[0], &o[0])
+        _release(&s[1], &o[1])
 
 
-cdef bint _allocate(State* s, Outcome* o, int n, int n_levels, int n_classes, int n_req, int n_layers) noexcept:
+cdef int _checked_run(const Tree* t, const Request* r, State* s, Outcome* o, int runs,
+                      const int32_t[::1] child_start, const int32_t[::1] child_end,
+                      const int32_t[::1] taint_class, const int32_t[::1] req_col, const int64_t[::1] req_val,
+                      const int64_t[::1] leader_val, const int32_t[::1] inner,
+                      const int32_t[::1] layer_levels, const int32_t[::1] layer_sizes, int n_classes,
+                      const int64_t* free, const int64_t* other) except -1 nogil:
+    """Check the arrays the core trusts, then per run (on ``free``, then on ``other``) allocate
+    its working memory and place: `_RAN` or why not (the caller raises under the GIL; it
+    releases what was allocated either way). `run` raises `EngineError` (-1) when a working
+    buffer would overflow."""
+    cdef int i
+    if not _ranges_ok(child_start, child_end, taint_class, t.n_domains, t.n_leaves, n_classes):
+        return _BAD_TREE
+    if not _request_ok(req_col, req_val, leader_val, inner, layer_levels, layer_sizes, t.n_resources,
+                       t.n_levels):
+        return _BAD_REQUEST
+    for i in range(runs):
+        s[i].best_fit = not r.unconstrained
+        s[i].leader_count = 1 if r.leader_val != NULL else 0
+        if not _allocate(&s[i], &o[i], t.n_domains, t.n_levels, n_classes, r.n_req, r.n_layers):
+            return _NO_MEMORY
+        run(t, r, &s[i], free if i == 0 else other, &o[i])
+    return _RAN
+
+
+cdef bint _allocate(State* s, Outcome* o, int n, int n_levels, int n_classes, int n_req, int n_layers) noexcept nogil:
     cdef int cap = 2 * n + 16
     s.cap = _scratch_override if 0 < _scratch_override < cap else cap  # the guard's limit only
     s.st = <int64_t*>calloc(n + 1, sizeof(int64_t))

@@ -63,6 +63,13 @@ def level_rows(
     )
 
 
+def place_group_both(
+    tree: Tree, free: array[int], other: array[int], req: GroupRequest
+) -> tuple[RawResult, RawResult]:
+    """The group on each capacity, one after the other (the compiled engine's one-call pair)."""
+    return place_group(tree, free, req), place_group(tree, other, req)
+
+
 def place_group(tree: Tree, free: array[int], req: GroupRequest) -> RawResult:
     s = State(tree, req)
     result = RawResult(status=STATUS_FIT)

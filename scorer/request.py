@@ -97,6 +97,13 @@ class Engine(Protocol):
 
     def place_group(self, tree: Tree, free: array[int], request: GroupRequest) -> RawResult: ...
 
+    def place_group_both(
+        self, tree: Tree, free: array[int], other: array[int], request: GroupRequest
+    ) -> tuple[RawResult, RawResult]:
+        """``request`` placed on ``free`` and, independently, on ``other`` (one call: the
+        compiled engine makes both in one section without the GIL)."""
+        ...
+
 
 PLAN_CACHE_SIZE = 256  # distinct request shapes remembered per tree
 

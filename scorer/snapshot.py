@@ -49,7 +49,9 @@ _LEVEL_FIELDS = tuple(f.name for f in fields(LevelCapacity))
 _PLACEMENT_FIELDS = tuple(f.name for f in fields(Placement))
 
 
-class _Group(NamedTuple):
+class Group(NamedTuple):
+    """What the engine places in one run: a PodSet, or a leader and its workers."""
+
     workers: PodSetRequest
     leader: PodSetRequest | None
     extra: tuple[PodSetRequest, ...]
@@ -87,24 +89,43 @@ class View:
         engine = engine or self._engine
         groups = _groups(pod_sets)
         if len(groups) == 1:  # reads the snapshot's own (never mutated) array, records nothing
-            placed = self._place_group(groups[0], self.free, engine, record=False)
-            if len(pod_sets) == 1:
-                return (placed[0],)
-            found = {p.name: p for p in placed}
-        else:  # a later group sees what earlier ones took; the last group's usage is not recorded
-            free, found = array("q", self.free), {}
-            for index, group in enumerate(groups):
-                for placement in self._place_group(group, free, engine, record=index < len(groups) - 1):
-                    found[placement.name] = placement
-        return tuple([found[p.name] for p in pod_sets])
+            return in_order(pod_sets, self._place_group(groups[0], self.free, engine, record=False))
+        # a later group sees what earlier ones took; the last group's usage is not recorded
+        free, found = array("q", self.free), []
+        for index, group in enumerate(groups):
+            found += self._place_group(group, free, engine, record=index < len(groups) - 1)
+        return in_order(pod_sets, found)
 
-    def _place_group(self, group: _Group, free: array[int], engine: Engine, record: bool) -> list[Placement]:
-        workers, leader = group.workers, group.leader
+    def shares_plans_with(self, other: View) -> bool:
+        """Both views place on one tree the same way (only their capacities differ), so one
+        plan and request serve both (`Cluster.place_now_and_never`)."""
+        return (
+            self.tree is other.tree
+            and self.label_cache is other.label_cache
+            and self._engine is other._engine
+            and self.topology_name == other.topology_name
+            and self.flavor_tolerations == other.flavor_tolerations
+        )
+
+    def _place_group(self, group: Group, free: array[int], engine: Engine, record: bool) -> list[Placement]:
+        prepared = self.prepare(group)
+        if isinstance(prepared, list):
+            return prepared
+        plan, request = prepared
+        return self.finish(group, plan, request, engine.place_group(self.tree, free, request), free, record)
+
+    def prepare(self, group: Group) -> tuple[Plan, GroupRequest] | list[Placement]:
+        """The engine's plan and request, or the group's placements when it has no plan."""
         plan = self._plan(group)
         if isinstance(plan, str):
             return [_failed(p, plan) for p in _members(group)] + _extra(group)
-        request = self._request(group, plan)
-        raw = engine.place_group(self.tree, free, request)
+        return plan, self._request(group, plan)
+
+    def finish(
+        self, group: Group, plan: Plan, request: GroupRequest, raw: RawResult, free: array[int], record: bool
+    ) -> list[Placement]:
+        """The engine's numbers in Kueue's words (and, when ``record``, its pods taken from ``free``)."""
+        workers, leader = group.workers, group.leader
         levels = self._levels(raw, plan)
         if raw.status != STATUS_FIT:
             return [self._unplaced(p, raw, workers, plan, levels) for p in _members(group)] + _extra(group)
@@ -148,11 +169,11 @@ class View:
         )
         return Placement(*values)
 
-    def _plan(self, group: _Group) -> Plan | str:
+    def _plan(self, group: Group) -> Plan | str:
         """The request's tree-and-shape part (`scorer.request.Plan`), remembered per tree."""
         return plan_of(self.tree, group.workers, group.leader, self.flavor_tolerations)
 
-    def _request(self, group: _Group, plan: Plan) -> GroupRequest:
+    def _request(self, group: Group, plan: Plan) -> GroupRequest:
         """The engine's input: the plan's shared arrays, this request's amounts and count."""
         workers, leader = group.workers, group.leader
         resolved = plan.resolved
@@ -244,6 +265,14 @@ class View:
                     free[leaf * width + col] -= v * n
 
 
+def in_order(pod_sets: Sequence[PodSetRequest], placed: list[Placement]) -> tuple[Placement, ...]:
+    """The placements of ``pod_sets``, in their order."""
+    if len(pod_sets) == 1:
+        return (placed[0],)
+    found = {p.name: p for p in placed}
+    return tuple([found[p.name] for p in pod_sets])
+
+
 def _placed(
     name: str, assignment: Assignment, levels: tuple[LevelCapacity, ...], count: int
 ) -> tuple[object, ...]:
@@ -251,11 +280,11 @@ def _placed(
     return (name, True, assignment, "", 0, count, "pod", levels, False, 0, ())
 
 
-def _members(group: _Group) -> list[PodSetRequest]:
+def _members(group: Group) -> list[PodSetRequest]:
     return [group.workers] + ([group.leader] if group.leader else [])
 
 
-def _extra(group: _Group) -> list[Placement]:
+def _extra(group: Group) -> list[Placement]:
     return [_failed(p, f"podset group {p.topology.group!r} has more than two PodSets") for p in group.extra]
 
 
@@ -263,14 +292,20 @@ def _failed(pod_set: PodSetRequest, reason: str) -> Placement:
     return Placement(pod_set.name, False, None, reason, 0, pod_set.count)
 
 
-def _groups(pod_sets: Sequence[PodSetRequest]) -> list[_Group]:
+def one_group(pod_sets: Sequence[PodSetRequest]) -> Group | None:
+    """The one group ``pod_sets`` form, or None when they form several."""
+    groups = _groups(pod_sets)
+    return groups[0] if len(groups) == 1 else None
+
+
+def _groups(pod_sets: Sequence[PodSetRequest]) -> list[Group]:
     """Kueue groups PodSets by podset-group-name; the larger of a pair is the workers."""
     if len(pod_sets) == 1:
-        return [_Group(pod_sets[0], None, ())]
+        return [Group(pod_sets[0], None, ())]
     if len(pod_sets) == 2 and pod_sets[0].topology.group is not None:
         first, second = pod_sets
         if first.topology.group == second.topology.group:  # a leader and its workers
-            return [_Group(second, first, ()) if second.count > first.count else _Group(first, second, ())]
+            return [Group(second, first, ()) if second.count > first.count else Group(first, second, ())]
     order: dict[object, list[PodSetRequest]] = {}
     for i, p in enumerate(pod_sets):
         key: object = ("group", p.topology.group) if p.topology.group is not None else ("index", i)
@@ -280,5 +315,5 @@ def _groups(pod_sets: Sequence[PodSetRequest]) -> list[_Group]:
         workers, leader = members[0], members[1] if len(members) > 1 else None
         if leader is not None and leader.count > workers.count:
             workers, leader = leader, workers
-        groups.append(_Group(workers, leader, tuple(members[2:])))
+        groups.append(Group(workers, leader, tuple(members[2:])))
     return groups

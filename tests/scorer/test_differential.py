@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scorer
-from scorer import Cluster, EngineError
+from scorer import Cluster, EngineError, snapshot
 from scorer.model import HOSTNAME_LABEL as HOST
 from scorer.model import Mode, Node, PodSetRequest, TopologyRequest
 from scorer.request import GroupRequest
@@ -32,6 +32,47 @@ def test_compiled_equals_reference(case: Scenario) -> None:
         want = view.place(case.pod_sets, engine=ENGINES["reference"])
         got = view.place(case.pod_sets, engine=ENGINES["compiled"])
         assert got == want
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(scenarios(), gpu_scenarios()), st.sampled_from(sorted(ENGINES)))
+def test_now_and_never_in_one_call_equal_each_placed_alone(case: Scenario, engine: str) -> None:
+    """The paired call (one engine call for both views when they share a tree) changes nothing:
+    the same placements as each view placing on its own, with either engine."""
+    cluster = Cluster.build("default", case.levels, case.nodes, engine=ENGINES[engine])
+    want = (cluster.now.place(case.pod_sets), cluster.never.place(case.pod_sets))
+    assert cluster.place_now_and_never(case.pod_sets) == want
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(scenarios(), gpu_scenarios()))
+def test_compiled_pair_equals_its_two_runs(case: Scenario) -> None:
+    """`place_group_both` on (now, empty) capacities equals two separate runs, raw number for raw
+    number (no working memory is shared between the two; placements are held to the twin's
+    above)."""
+    cluster = Cluster.build("default", case.levels, case.nodes)
+    now, never = cluster.now, cluster.never
+    group = snapshot.one_group(case.pod_sets)
+    if group is None or not now.shares_plans_with(never):
+        return
+    prepared = now.prepare(group)
+    if isinstance(prepared, list):
+        return
+    _, request = prepared
+    compiled = ENGINES["compiled"]
+    assert compiled.place_group_both(now.tree, now.free, never.free, request) == (
+        compiled.place_group(now.tree, now.free, request),
+        compiled.place_group(now.tree, never.free, request),
+    )
+
+
+def test_a_pair_with_capacities_of_different_lengths_is_refused() -> None:
+    cluster = Cluster.build("t", ("rack",), [Node("a", {"rack": "r"}, {"pods": 1})])
+    now = cluster.now
+    request = now.prepare(snapshot.Group(PodSetRequest("p", 1, {}, TopologyRequest()), None, ()))
+    assert not isinstance(request, list)
+    with pytest.raises(EngineError, match="free must be leaves x resources"):
+        ENGINES["compiled"].place_group_both(now.tree, now.free, array("q", [1, 2, 3]), request[1])
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))

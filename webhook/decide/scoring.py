@@ -114,8 +114,9 @@ def score(
     plan = inject.plan(pod_sets, wanted, target)
     placed = [i for i in range(len(pod_sets)) if judged[i]]
     requests = [pod_sets[i].scorer_request(plan.requests[i]) for i in placed]
-    now = dict(zip(placed, target.snapshot.now.place(requests), strict=True))
-    never = dict(zip(placed, target.snapshot.never.place(requests), strict=True))
+    placed_now, placed_never = target.snapshot.place_now_and_never(requests)
+    now = dict(zip(placed, placed_now, strict=True))
+    never = dict(zip(placed, placed_never, strict=True))
     flavor = target.flavor or None
     verdicts = []
     for i, p in enumerate(pod_sets):

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 import scorer
-from scorer.request import Engine, GroupRequest, RawResult
+from scorer.request import Engine
 from scorer.tree import Tree
 from webhook.decide.fragmentation import FlavorFigures, domain_sums, flavor_figures, tas_flavors
 from webhook.decide.policy import DEFAULT_GANG_SHAPES, DEFAULT_GPU_RESOURCES, Policy
+from webhook.serve.timed_engine import TimedEngine
 from webhook.state.cluster import ClusterState
 
 StateReader = Callable[[], tuple[ClusterState | None, float | None]]
@@ -164,23 +165,12 @@ class Metrics:
 
     def timed(self, engine: Engine) -> Engine:
         """Wrap an engine so every placement is observed in the scorer histogram."""
-        return _TimedEngine(engine, self.scorer_seconds.labels(engine.NAME))
+        return TimedEngine(engine, self.scorer_seconds.labels(engine.NAME).observe)
 
     def observe_placements(self, seconds: tuple[float, ...], engine: str = scorer.IMPLEMENTATION) -> None:
         """Placements a decision process made (``serve.processes``), into the same histogram."""
         for taken in seconds:
             self.scorer_seconds.labels(engine).observe(taken)
-
-
-class _TimedEngine:
-    def __init__(self, engine: Engine, histogram: Any) -> None:
-        self.NAME = engine.NAME
-        self._engine = engine
-        self._histogram = histogram
-
-    def place_group(self, tree: Tree, free: array[int], request: GroupRequest) -> RawResult:
-        with self._histogram.time():
-            return self._engine.place_group(tree, free, request)
 
 
 class _TopologyCollector(Collector):

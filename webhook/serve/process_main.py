@@ -18,15 +18,12 @@ import signal
 import sys
 import time
 import traceback
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
 import scorer
-from scorer.request import GroupRequest, RawResult
-from scorer.tree import Tree
 from webhook.decide.policy import Policy
 from webhook.decide.review import judge
 from webhook.live import heap
@@ -38,6 +35,7 @@ from webhook.serve.deciding import decide_held, settled, state_problem
 from webhook.serve.keys import Settings, StateSource
 from webhook.serve.live_tasks import watch_into
 from webhook.serve.supervise import Supervisor
+from webhook.serve.timed_engine import TimedEngine
 from webhook.state.cluster import ClusterState, build_state
 from webhook.wire.admission import AdmissionRequest
 
@@ -52,23 +50,16 @@ class WorkerConfig:
     make_state: Callable[[], ClusterState] | None = None
 
 
-class Stopwatch:
+class Stopwatch(TimedEngine):
     """An engine that notes how long each placement took, for the server's scorer histogram."""
 
     def __init__(self, engine: scorer.Engine) -> None:
-        self.NAME = engine.NAME
-        self._engine = engine
         self.seconds: list[float] = []
-
-    def place_group(self, tree: Tree, free: array[int], request: GroupRequest) -> RawResult:
-        started = time.perf_counter()
-        try:
-            return self._engine.place_group(tree, free, request)
-        finally:
-            self.seconds.append(time.perf_counter() - started)
+        super().__init__(engine, self.seconds.append)
 
     def take(self) -> tuple[float, ...]:
-        taken, self.seconds = tuple(self.seconds), []
+        taken = tuple(self.seconds)
+        self.seconds.clear()
         return taken
 
 
