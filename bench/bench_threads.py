@@ -87,7 +87,13 @@ def percentiles(latencies: list[float]) -> dict[str, float]:
     return {"p50_ms": round(at(0.5), 3), "p99_ms": round(at(0.99), 3)}
 
 
-def on_threads(state: ClusterState, policy: Policy, body: bytes, per: int) -> dict[int, Any]:
+def on_threads(
+    state: ClusterState, policy: Policy, body: bytes, per: int, rounds: int
+) -> tuple[dict[int, dict[str, float]], list[float]]:
+    """1 and 2 threads, alternating, ``rounds`` times: the median round of each, and every
+    round's speed-up (on a VM a GIL hand-over waits for the other vCPU to wake, which varies
+    with the host's load: one round is not a figure)."""
+
     def work(count: int) -> list[float]:
         taken = []
         for _ in range(count):
@@ -97,16 +103,17 @@ def on_threads(state: ClusterState, policy: Policy, body: bytes, per: int) -> di
         return taken
 
     work(50)  # warm
-    found = {}
-    for threads in (1, 2):
-        with ThreadPoolExecutor(threads) as pool:
-            started = time.perf_counter()
-            latencies = [x for part in pool.map(work, [per] * threads) for x in part]
-            found[threads] = {
-                "per_s": per * threads / (time.perf_counter() - started),
-                **percentiles(latencies),
-            }
-    return found
+    runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for threads in (1, 2):
+            with ThreadPoolExecutor(threads) as pool:
+                started = time.perf_counter()
+                latencies = [x for part in pool.map(work, [per] * threads) for x in part]
+                per_s = per * threads / (time.perf_counter() - started)
+            runs[threads].append({"per_s": per_s, **percentiles(latencies)})
+    found = {n: sorted(r, key=lambda row: row["per_s"])[len(r) // 2] for n, r in runs.items()}
+    speedups = [round(b["per_s"] / a["per_s"], 2) for a, b in zip(runs[1], runs[2], strict=True)]
+    return found, speedups
 
 
 async def on_processes(
@@ -145,12 +152,12 @@ async def in_flight(
     return {"per_s": per * count / (time.perf_counter() - started), **percentiles(latencies)}
 
 
-def run(nodes: int, pods: int, per: int) -> dict[str, Any]:
+def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
     policy, body = load_policy("none"), the_review()
     make = functools.partial(live_state, nodes, pods)
-    threads = on_threads(make(), policy, body, per)
+    threads, speedups = on_threads(make(), policy, body, per, rounds)
     processes = asyncio.run(on_processes(make, policy, body, per))
-    rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
+    rows: dict[str, dict[str, float]] = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
     rows |= {f"{n}_process{'es' if n > 1 else ''}": v for n, v in processes.items()}
     return {
         "nodes": nodes,
@@ -159,7 +166,8 @@ def run(nodes: int, pods: int, per: int) -> dict[str, Any]:
         "decisions_per_s_2_threads": round(threads[2]["per_s"]),
         "decisions_per_s_1_process": round(processes[1]["per_s"]),
         "decisions_per_s_2_processes": round(processes[2]["per_s"]),
-        "speedup": round(threads[2]["per_s"] / threads[1]["per_s"], 2),
+        "speedup": round(threads[2]["per_s"] / threads[1]["per_s"], 2),  # of the median rounds
+        "speedup_per_round": speedups,
         "speedup_2_processes_vs_1_thread": round(processes[2]["per_s"] / threads[1]["per_s"], 2),
         "speedup_2_processes_vs_1_process": round(processes[2]["per_s"] / processes[1]["per_s"], 2),
         "latency": {name: {k: v for k, v in row.items() if k != "per_s"} for name, row in rows.items()},
@@ -173,9 +181,10 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--decisions", type=int, default=1000, help="per thread or process")
+    parser.add_argument("--rounds", type=int, default=7, help="of 1 and 2 threads, alternating")
     parser.add_argument("--out", type=Path, help="also write the result here (JSON)")
     args = parser.parse_args()
-    result = run(args.nodes, args.pods, args.decisions)
+    result = run(args.nodes, args.pods, args.decisions, args.rounds)
     print(json.dumps(result))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -93,7 +93,7 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
         f"decisions/s, 1 / 2 threads, {_k(threads['nodes'])} nodes",
         f"{threads['decisions_per_s_1_thread']:,} / {threads['decisions_per_s_2_threads']:,}",
         f"load {threads['load_average_1m']}",
-        f"{threads['speedup']}× (target ≥ 1.8×)",
+        f"{threads['speedup']}× (target ≥ 1.8×){_rounds(threads.get('speedup_per_round'))}",
     )
     if "decisions_per_s_2_processes" in threads:
         yield (
@@ -103,6 +103,13 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
             f"{threads['speedup_2_processes_vs_1_process']}× one process, "
             f"{threads['speedup_2_processes_vs_1_thread']}× one thread",
         )
+
+
+def _rounds(speedups: list[float] | None) -> str:
+    """The spread of the rounds behind a median speed-up, when the bench ran several."""
+    if not speedups or len(speedups) < 2:
+        return ""
+    return f"; rounds {min(speedups)}-{max(speedups)}× (median of {len(speedups)})"
 
 
 def review_rows(review: dict[str, Any]) -> Iterable[Row]:
