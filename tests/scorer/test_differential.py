@@ -111,10 +111,14 @@ def test_a_scratch_overflow_is_an_engine_error_never_a_placement() -> None:
     cluster = Cluster.build("t", ("rack", HOST), nodes, engine=ENGINES["compiled"])
     request = PodSetRequest("p", 8, {}, TopologyRequest(Mode.PREFERRED, "rack"))
     assert cluster.now.place([request])[0].fits
+    assert cluster.place_now_and_never([request])[1][0].fits
     _core._set_scratch_capacity(2)
     try:
         with pytest.raises(EngineError, match="working buffer overflow"):
             cluster.now.place([request])
+        with pytest.raises(EngineError, match="working buffer overflow"):  # the paired call too
+            cluster.place_now_and_never([request])
     finally:
         _core._set_scratch_capacity(0)
     assert cluster.now.place([request])[0].fits
+    assert cluster.place_now_and_never([request])[1][0].fits
