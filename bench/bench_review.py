@@ -4,13 +4,15 @@ A review is parse, PodSet view, rules, policy, placement, patch, audit, metrics 
 the placement is the scorer's work; the rest should cost little more. This prints, side by side
 in one run on one live state (10,000 nodes, 100,000 bound pods by default):
 
-1. in process: a decision's median time and its placement's (``View.place``, timed around the
-   very calls the decision makes), and a profile of where the rest goes, by layer;
+1. in process: a decision's median time and its placement's (``View.place`` and
+   ``Cluster.place_now_and_never``, timed around the very calls the decision makes), and a
+   profile of where the rest goes, by layer;
 2. over TLS: ``tasgate``'s real app (the handlers, the audit writer, metrics) and a no-op aiohttp
    responder on the same TLS stack (``noop``: read the body, echo the uid, allow), each in its own
-   process, driven at concurrency 1, 8 and 32 by a client process: reviews/s, the server's CPU per
-   review (from ``/proc/<pid>/stat``, all its threads) and the ratios (tasgate / no-op throughput,
-   tasgate CPU per review / placement).
+   process, both up at once and driven alternately (3 rounds of each at concurrency 1, 8 and 32;
+   the median round, with every round's throughput) by a client process: reviews/s, the
+   server's CPU per review (from ``/proc/<pid>/stat``, all its threads) and the ratios (tasgate /
+   no-op throughput, tasgate CPU per review / placement).
 
 The client shares the machine's cores with the server: read the load average it prints.
 """
@@ -47,6 +49,7 @@ from scorer import Cluster, snapshot
 from webhook.decide.decision import decide
 from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
+from webhook.live import heap
 from webhook.serve import certs
 from webhook.serve.app import create_app
 from webhook.serve.audit import line_writer
@@ -201,7 +204,26 @@ async def _load(url: str, ca: str, concurrency: int, seconds: float, body: bytes
     return done
 
 
-def over_tls(kind: str, nodes: int, pods: int, seconds: float) -> list[dict[str, Any]]:
+def over_tls(nodes: int, pods: int, seconds: float, rounds: int) -> dict[str, list[dict[str, Any]]]:
+    """Both servers up at once, measured alternately ``rounds`` times at each concurrency: the
+    median round of each, with every round's throughput (the host's load drifts; alternating
+    puts both under the same drift, and one 5-second round is not a figure)."""
+    with _server("noop", nodes, pods) as noop, _server("tasgate", nodes, pods) as ours:
+        found: dict[str, list[dict[str, Any]]] = {"noop": [], "tasgate": []}
+        for concurrency in CONCURRENCY:
+            runs: dict[str, list[dict[str, Any]]] = {"noop": [], "tasgate": []}
+            for _ in range(rounds):
+                for kind, (pid, url, ca) in (("noop", noop), ("tasgate", ours)):
+                    runs[kind].append(_measure(pid, url, ca, concurrency, seconds))
+            for kind, rows in runs.items():
+                median = sorted(rows, key=lambda row: row["reviews_per_s"])[len(rows) // 2]
+                found[kind].append({**median, "rounds_reviews_per_s": [row["reviews_per_s"] for row in rows]})
+    return found
+
+
+@contextmanager
+def _server(kind: str, nodes: int, pods: int) -> Iterator[tuple[int, str, str]]:
+    """A server process of ``kind``, up and warm: its pid, URL and CA file."""
     with tempfile.TemporaryDirectory() as workdir:
         port_file = Path(workdir) / "port"
         argv = [sys.executable, __file__, "--serve", kind, "--workdir", workdir]
@@ -215,7 +237,7 @@ def over_tls(kind: str, nodes: int, pods: int, seconds: float) -> list[dict[str,
             port, ca = port_file.read_text().split(" ", 1)
             url = f"https://127.0.0.1:{port}/validate?timeout=10s"
             asyncio.run(_load(url, ca, 4, 1.0, _review_body()))  # warm: connections, caches
-            return [_measure(server.pid, url, ca, c, seconds) for c in CONCURRENCY]
+            yield server.pid, url, ca
         finally:
             server.terminate()
             server.wait(30)
@@ -238,24 +260,28 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=5.0, help="per concurrency level")
     parser.add_argument("--repeats", type=int, default=200, help="in-process decisions")
+    parser.add_argument("--rounds", type=int, default=3, help="per server and concurrency, alternating")
     parser.add_argument("--out", default=str(Path(__file__).with_name("review.json")))
     parser.add_argument("--serve", choices=("tasgate", "noop"), help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         workdir = Path(args.workdir)
-        state = live_state(args.nodes, args.pods) if args.serve == "tasgate" else None
+        state = None
+        if args.serve == "tasgate":
+            heap.share_the_gil()  # as `tasgate serve` does (serve.main)
+            state = live_state(args.nodes, args.pods)
         asyncio.run(_serve(state, workdir, workdir / "port"))
         return
-    report = run(args.nodes, args.pods, args.seconds, args.repeats)
+    report = run(args.nodes, args.pods, args.seconds, args.repeats, args.rounds)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
 
 
-def run(nodes: int, pods: int, seconds: float, repeats: int) -> dict[str, Any]:
+def run(nodes: int, pods: int, seconds: float, repeats: int, rounds: int) -> dict[str, Any]:
     inner = in_process(nodes, pods, repeats)
     print(json.dumps(inner), flush=True)
-    servers = {kind: over_tls(kind, nodes, pods, seconds) for kind in ("noop", "tasgate")}
+    servers = over_tls(nodes, pods, seconds, rounds)
     ratios = []
     for ours, noop in zip(servers["tasgate"], servers["noop"], strict=True):
         ratios.append(

@@ -112,6 +112,13 @@ def _rounds(speedups: list[float] | None) -> str:
     return f"; rounds {min(speedups)}-{max(speedups)}× (median of {len(speedups)})"
 
 
+def _spread(rounds: list[float] | None) -> str:
+    """`` (rounds a-b)`` behind a median of several rounds."""
+    if not rounds or len(rounds) < 2:
+        return ""
+    return f" (rounds {min(rounds):,.0f}-{max(rounds):,.0f})"
+
+
 def review_rows(review: dict[str, Any]) -> Iterable[Row]:
     """Concurrency 8 only (review.json has 1 and 32 too): the issue's operating point."""
     at = f"{_k(review['nodes'])} nodes"
@@ -126,8 +133,8 @@ def review_rows(review: dict[str, Any]) -> Iterable[Row]:
             continue
         yield (
             f"reviews/s over TLS at c=8, {at}",
-            f"{ours['reviews_per_s']:,}",
-            f"no-op responder {noop['reviews_per_s']:,}",
+            f"{ours['reviews_per_s']:,}{_spread(ours.get('rounds_reviews_per_s'))}",
+            f"no-op responder {noop['reviews_per_s']:,}{_spread(noop.get('rounds_reviews_per_s'))}",
             f"{ratio['throughput_vs_noop']:.0%} of no-op (target ≥ 25%)",
         )
         yield (
