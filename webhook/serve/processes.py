@@ -1,11 +1,13 @@
 """Decisions in worker processes, so decisions per second scale with cores.
 
-Most of a decision is Python that holds the GIL (reading the workload, the rules, messages,
-the verdict; only the placement runs in ``nogil`` C), so a second decision thread adds about a
-fifth. ``--decision-processes N`` starts N decision processes (`process_main`), each holding
-its own copy of the cluster state (its own list+watch in live mode, the same files in static
-mode) and deciding what the server sends it over a pipe, one review at a time; the server keeps
-TLS, HTTP, the audit line, metrics, the tracker and every writer.
+A decision's two placements run in one ``nogil`` call, so on 2 cores a second decision thread
+nearly doubles decisions (1.5-2.0x, `make bench-threads`); the rest of a decision (reading the
+workload, the rules, messages, the verdict) is Python that holds the GIL and caps threads at
+about 2x. For more cores, ``--decision-processes N`` starts N decision processes
+(`process_main`), each holding its own copy of the cluster state (its own list+watch in live
+mode, the same files in static mode) and deciding what the server sends it over a pipe, one
+review at a time; the server keeps TLS, HTTP, the audit line, metrics, the tracker and every
+writer.
 
 Never worse than no processes: a review no process can take now (none started yet, its state
 not loaded or stale, the process gone mid-review) is decided in the server as it would be
