@@ -3,8 +3,8 @@
 
 `place_group` is the engine's Python entry point: it checks every array against the tree
 (shapes under the GIL, per-element ranges without it), then runs the whole placement in
-`nogil` C over typed memoryviews with fixed-width integers. The algorithm mirrors `scorer._reference` line for line; the
-differential tests hold the two to the same answers.
+`nogil` C over typed memoryviews with fixed-width integers. The algorithm mirrors
+`scorer._reference` line for line; the differential tests hold the two to the same answers.
 """
 
 cimport cython
