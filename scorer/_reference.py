@@ -80,6 +80,7 @@ def place_group(tree: Tree, free: array[int], req: GroupRequest) -> RawResult:
     if found is None:
         return result
     fit_level, domains = found
+    result.level = fit_level
     leaves = _descend(s, fit_level, domains)
     if leaves is None:
         result.status = STATUS_FAILED

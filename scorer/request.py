@@ -73,7 +73,7 @@ class RawResult:
     """What an engine found, as numbers; the snapshot layer turns it into Kueue's words."""
 
     status: int
-    level: int = 0  # the level searched when it failed
+    level: int = 0  # the level a fit was found at, or searched when it failed
     fit_count: int = 0
     total: int = 0
     layer_fits: list[int] = field(default_factory=list)

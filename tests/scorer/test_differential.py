@@ -66,6 +66,24 @@ def test_compiled_pair_equals_its_two_runs(case: Scenario) -> None:
     )
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(scenarios(), gpu_scenarios()))
+def test_compiled_raw_result_equals_reference(case: Scenario) -> None:
+    """Below the placements: each engine's raw result, field for field (the level a fit was
+    found at, the per-level table, the exclusion counts), on now and on empty capacity."""
+    cluster = Cluster.build("default", case.levels, case.nodes)
+    group = snapshot.one_group(case.pod_sets)
+    if group is None:
+        return
+    for view in (cluster.now, cluster.never):
+        prepared = view.prepare(group)
+        if isinstance(prepared, list):
+            continue
+        request = prepared[1]
+        want = ENGINES["reference"].place_group(view.tree, view.free, request)
+        assert ENGINES["compiled"].place_group(view.tree, view.free, request) == want
+
+
 def test_a_pair_with_capacities_of_different_lengths_is_refused() -> None:
     cluster = Cluster.build("t", ("rack",), [Node("a", {"rack": "r"}, {"pods": 1})])
     now = cluster.now
