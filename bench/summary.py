@@ -93,7 +93,8 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
         f"decisions/s, 1 / 2 threads, {_k(threads['nodes'])} nodes",
         f"{threads['decisions_per_s_1_thread']:,} / {threads['decisions_per_s_2_threads']:,}",
         f"load {threads['load_average_1m']}",
-        f"{threads['speedup']}× (target ≥ 1.8×){_rounds(threads.get('speedup_per_round'))}",
+        f"{threads['speedup']}× (target ≥ 1.8×){_rounds(threads.get('speedup_per_round'))}"
+        + _cpu_cost(threads),
     )
     if "decisions_per_s_2_processes" in threads:
         yield (
@@ -103,6 +104,17 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
             f"{threads['speedup_2_processes_vs_1_process']}× one process, "
             f"{threads['speedup_2_processes_vs_1_thread']}× one thread",
         )
+
+
+def _cpu_cost(threads: dict[str, Any]) -> str:
+    """The best rounds' speed-up, and what the GIL leaves of 2x at equal CPU cost a decision."""
+    if "speedup_at_equal_cpu_cost" not in threads:
+        return ""
+    cpu = threads["cpu_us_per_decision"]
+    return (
+        f"; best rounds {threads['speedup_of_best_rounds']}×; CPU a decision {cpu['1_thread']} / "
+        f"{cpu['2_threads']} µs, at equal CPU {threads['speedup_at_equal_cpu_cost']}×"
+    )
 
 
 def _rounds(speedups: list[float] | None) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import io
 import logging
 import threading
+import time
 from typing import Any
 
 import orjson
@@ -262,3 +263,34 @@ async def test_a_blocked_audit_stream_does_not_stall_reviews() -> None:
         assert "tasgate_audit_lines_dropped_total" in text and audit.dropped >= 10
         stream.release.set()
     assert isinstance(app, web.Application)
+
+
+class _CountingStream(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_audit_log_writes_a_lone_record_at_once_and_batches_under_load() -> None:
+    """After a quiet spell a line is written as its record arrives (a reader looking for it as
+    the answer arrives finds it); under a flood the writer starts a batch at most once per
+    ``spacing``, not once per record."""
+    stream = _CountingStream()
+    audit = AuditLog(stream, spacing=1.0)
+    audit({"n": "alone"})
+    deadline = time.monotonic() + 0.5  # well inside the spacing: only an immediate write lands
+    while '"alone"' not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert '"alone"' in stream.getvalue()
+    started = time.monotonic()
+    for i in range(200):  # a flood over 0.2 s or more: a batch or two, never one per record
+        audit({"n": i})
+        time.sleep(0.001)
+    audit.close()
+    batches_allowed = 2 + (time.monotonic() - started) / 1.0  # the lone one, the last at close
+    assert 1 < stream.writes <= batches_allowed + 1
+    assert [orjson.loads(line)["n"] for line in stream.getvalue().splitlines()[1:]] == list(range(200))
