@@ -102,8 +102,8 @@ def on_threads(
     state: ClusterState, policy: Policy, body: bytes, per: int, rounds: int
 ) -> tuple[dict[int, dict[str, float]], list[float]]:
     """1 and 2 threads, alternating, ``rounds`` times: the median round of each, and every
-    round's speed-up (on a VM a GIL hand-over waits for the other vCPU to wake, which varies
-    with the host's load: one round is not a figure). Each round also gives the CPU time a
+    round's speed-up (on a shared VM the other vCPU's speed varies with the host's load minute
+    to minute: one round is not a figure). Each round also gives the CPU time a
     decision took on its thread and the share of the machine's CPUs left idle: on 2 threads
     the idle share is what the GIL costs, and a CPU time above the one-thread round's is the
     two busy cores slowing each other (shared caches, the host), not the GIL."""
