@@ -592,8 +592,12 @@ def test_kubectl_scale_cannot_walk_around_the_gate(world: tuple[ControlPlane, Ta
     result = cp.kubectl("scale", "pytorchjob", "pt-scale", "-n", NS, "--replicas=1", check=False)
     assert result.returncode == 0, result.stderr
     assert workers() == 1
-    scale_lines = [a for a in tasgate.audit() if a["kind"] == "Scale" and a["name"] == "pt-scale"]
-    assert {a["decision"] for a in scale_lines} == {"allow", "deny"}
+
+    def decisions() -> set[str]:
+        return {a["decision"] for a in tasgate.audit() if a["kind"] == "Scale" and a["name"] == "pt-scale"}
+
+    wait_for("both scale audit lines (written after the answers)", lambda: len(decisions()) == 2, 10)
+    assert decisions() == {"allow", "deny"}
 
 
 def test_a_quiet_cluster_keeps_readiness_with_a_short_stale_after(
@@ -656,7 +660,12 @@ def test_one_decision_per_request_and_the_uid_that_joins_kueue(world: tuple[Cont
     assert delta("tasgate_local_queue_admission_decisions_total/allow") == 1
     assert delta("tasgate_dry_run_decisions_total/allow") == 1
     assert delta("tasgate_admission_requests_total/allow") == 4, "joined and rehearsed: mutate + validate"
-    lines = [a for a in tasgate.audit() if a["name"] == "joined"]
+
+    def joined() -> list[dict[str, Any]]:
+        return [a for a in tasgate.audit() if a["name"] == "joined"]
+
+    wait_for("joined's two audit lines (written after their answers)", lambda: len(joined()) >= 2, 10)
+    lines = joined()
     assert [(a["endpoint"], a["final"]) for a in lines] == [("mutate", False), ("validate", True)]
     uid = stored(cp, "job", "joined")["metadata"]["uid"]
     assert [a["objectUID"] for a in lines] == [None, uid], "the API server sets the UID after mutation"
