@@ -11,8 +11,10 @@ in one run on one live state (10,000 nodes, 100,000 bound pods by default):
    responder on the same TLS stack (``noop``: read the body, echo the uid, allow), each in its own
    process, both up at once and driven alternately (3 rounds of each at concurrency 1, 8 and 32;
    the median round, with every round's throughput) by a client process: reviews/s, the
-   server's CPU per review (from ``/proc/<pid>/stat``, all its threads) and the ratios (tasgate /
-   no-op throughput, tasgate CPU per review / placement).
+   server's CPU per review (from ``/proc/<pid>/stat``, all its threads), its threads' voluntary
+   context switches per review (the hand-overs: loop to decision thread and back, GIL waits,
+   the audit writer) and the ratios (tasgate / no-op throughput, tasgate CPU per review /
+   placement).
 
 The client shares the machine's cores with the server: read the load average it prints.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import os
@@ -243,14 +246,27 @@ def _server(kind: str, nodes: int, pods: int) -> Iterator[tuple[int, str, str]]:
             server.wait(30)
 
 
+def _context_switches(pid: int) -> int:
+    """Voluntary context switches of every thread of ``pid`` so far: each is a thread blocking
+    (a GIL wait, a queue, a wake-up), the hand-overs a review costs beyond its own work."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
+
+
 def _measure(pid: int, url: str, ca: str, concurrency: int, seconds: float) -> dict[str, Any]:
-    cpu, started = _cpu_seconds(pid), time.perf_counter()
+    cpu, switches, started = _cpu_seconds(pid), _context_switches(pid), time.perf_counter()
     done = asyncio.run(_load(url, ca, concurrency, seconds, _review_body()))
     wall, cpu = time.perf_counter() - started, _cpu_seconds(pid) - cpu
     return {
         "concurrency": concurrency,
         "reviews_per_s": round(done / wall, 1),
         "server_cpu_ms_per_review": round(1000 * cpu / max(done, 1), 3),
+        "context_switches_per_review": round((_context_switches(pid) - switches) / max(done, 1), 1),
     }
 
 

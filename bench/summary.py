@@ -153,8 +153,17 @@ def review_rows(review: dict[str, Any]) -> Iterable[Row]:
             f"server CPU per review at c=8, {at}",
             f"{ours['server_cpu_ms_per_review']} ms",
             f"no-op {noop['server_cpu_ms_per_review']} ms",
-            f"{ratio['cpu_per_review_vs_placement']}× its placement (target ≤ 2×)",
+            f"{ratio['cpu_per_review_vs_placement']}× its placement (target ≤ 2×)" + _switches(ours, noop),
         )
+
+
+def _switches(ours: dict[str, Any], noop: dict[str, Any]) -> str:
+    if "context_switches_per_review" not in ours:
+        return ""
+    return (
+        f"; context switches a review {ours['context_switches_per_review']} "
+        f"(no-op {noop['context_switches_per_review']})"
+    )
 
 
 def track_rows(track: list[dict[str, Any]]) -> Iterable[Row]:
