@@ -173,16 +173,13 @@ async def in_flight(
     return {"per_s": per * count / (time.perf_counter() - started), **percentiles(latencies)}
 
 
-def threads_rows(rows: dict[str, dict[str, float]]) -> list[tuple[str, dict[str, float]]]:
-    return [(name, row) for name, row in rows.items() if "cpu_us_per_decision" in row]
-
-
 def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
     policy, body = load_policy("none"), the_review()
     make = functools.partial(live_state, nodes, pods)
     threads, speedups = on_threads(make(), policy, body, per, rounds)
     processes = asyncio.run(on_processes(make, policy, body, per))
-    rows: dict[str, dict[str, float]] = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
+    on_threads_rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
+    rows: dict[str, dict[str, float]] = dict(on_threads_rows)
     rows |= {f"{n}_process{'es' if n > 1 else ''}": v for n, v in processes.items()}
     return {
         "nodes": nodes,
@@ -206,8 +203,8 @@ def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
         "speedup_2_processes_vs_1_thread": round(processes[2]["per_s"] / threads[1]["per_s"], 2),
         "speedup_2_processes_vs_1_process": round(processes[2]["per_s"] / processes[1]["per_s"], 2),
         "latency": {name: {k: row[k] for k in ("p50_ms", "p99_ms")} for name, row in rows.items()},
-        "cpu_us_per_decision": {name: row["cpu_us_per_decision"] for name, row in threads_rows(rows)},
-        "idle_share": {name: round(row["idle_share"], 3) for name, row in threads_rows(rows)},
+        "cpu_us_per_decision": {name: row["cpu_us_per_decision"] for name, row in on_threads_rows.items()},
+        "idle_share": {name: round(row["idle_share"], 3) for name, row in on_threads_rows.items()},
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
