@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,27 @@ def in_process(nodes: int, pods: int, repeats: int) -> dict[str, Any]:
         "decision_ms": round(statistics.median(totals) * 1000, 3),
         "placement_ms": round(statistics.median(places) * 1000, 3),
         "profile": _profile(once, repeats),
+        "handoff": asyncio.run(_handoff_cost(Settings(policy=policy).decision_threads)),
+    }
+
+
+async def _handoff_cost(threads: int, trips: int = 5000) -> dict[str, float]:
+    """What a hand-over to a decision thread and back costs with nothing to decide: a no-op sent
+    as the server sends a decision (``run_in_executor`` under ``wait_for``, `serve.deciding`) to
+    a pool of the server's size. The process's CPU a round trip and the kernel's part of it (the
+    two thread wake-ups; in a VM each is an exit to the hypervisor)."""
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(200):
+            await loop.run_in_executor(pool, int)
+        before = os.times()
+        for _ in range(trips):
+            await asyncio.wait_for(loop.run_in_executor(pool, int), 10)
+        after = os.times()
+    user, system = after.user - before.user, after.system - before.system
+    return {
+        "cpu_us_per_round_trip": round(1e6 * (user + system) / trips, 1),
+        "kernel_share": round(system / max(user + system, 1e-9), 2),
     }
 
 

@@ -80,10 +80,11 @@ def live_rows(live: list[dict[str, Any]]) -> Iterable[Row]:
             f"RSS {r['rss_mib']} MiB",
             "",
         )
+        host = r.get("host_max_oversleep_ms")  # the VM's own longest stall meanwhile (bench_live)
         yield (
             f"node change visible, longest loop stall, {at}",
             f"{r['node_visible_ms']} ms, {r['max_loop_stall_ms']} ms",
-            "",
+            "" if host is None else f"the VM's own longest stall {host} ms",
             "≤ 300 ms, ≤ 10 ms",
         )
 
@@ -134,10 +135,14 @@ def _spread(rounds: list[float] | None) -> str:
 def review_rows(review: dict[str, Any]) -> Iterable[Row]:
     """Concurrency 8 only (review.json has 1 and 32 too): the issue's operating point."""
     at = f"{_k(review['nodes'])} nodes"
+    handoff = review.get("handoff")  # a no-op sent to a decision thread and back (bench_review)
     yield (
         f"decision / its placement, {at}",
         f"{review['decision_ms']} / {review['placement_ms']} ms",
-        "",
+        ""
+        if handoff is None
+        else f"a hand-over to a decision thread and back, doing nothing: "
+        f"{handoff['cpu_us_per_round_trip']} µs CPU ({handoff['kernel_share']:.0%} in the kernel)",
         "",
     )
     for ours, noop, ratio in zip(review["tasgate"], review["noop"], review["ratios"], strict=True):

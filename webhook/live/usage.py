@@ -222,7 +222,7 @@ class UsageBook:
             if len(self._shapes) >= 65536:
                 self._shapes.clear()
             found = self._shapes[shape] = shape
-        return sys.intern(node), found, tas
+        return heap.acyclic((sys.intern(node), found, tas))  # a dict of them stays untracked
 
 
 def private_frees(state: ClusterState) -> dict[SnapshotKey, array[int]]:
