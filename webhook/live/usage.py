@@ -95,7 +95,10 @@ class UsageBook:
     def set(self, key: str, use: Use | None) -> bool:
         """Pod ``key`` now uses ``use`` (None: nothing); whether anything changed."""
         before = self.pods.get(key)
-        kept = None if use is None else self._interned(use)
+        # Stored untracked (`heap.acyclic`), so the dict of every pod's usage, once the collector
+        # stopped tracking it, stays out of the young generation (a relist's fresh dict needs
+        # no such care: it is walked once and frozen or untracked with its values).
+        kept = None if use is None else heap.acyclic(self._interned(use))
         if before == kept:
             return False
         if before is not None and self._counts(before):
@@ -222,7 +225,7 @@ class UsageBook:
             if len(self._shapes) >= 65536:
                 self._shapes.clear()
             found = self._shapes[shape] = shape
-        return heap.acyclic((sys.intern(node), found, tas))  # a dict of them stays untracked
+        return sys.intern(node), found, tas
 
 
 def private_frees(state: ClusterState) -> dict[SnapshotKey, array[int]]:
