@@ -14,10 +14,12 @@ one run, with the server's GIL switch interval (`heap.share_the_gil`):
   (pickling, the pipe, its thread per process) is in the figure.
 
 It prints decisions per second, the speed-ups and the latency percentiles per decision. On a
-2-core machine that other work shares, the speed-up is bounded by the cores actually free:
-read the load average it prints next to it. To tell the GIL from the host, each thread round
-also gives the CPU time a decision took and the share of the CPUs left idle: the speed-up had a
-decision cost the same CPU on two busy cores as on one (``speedup_at_equal_cpu_cost``) is what
+2-core machine that other work shares, the speed-up is bounded by the cores actually free, so
+before each thread round the same decisions run in 1 and 2 forked copies of the process (no GIL
+shared, no pipe): the machine's own speed-up on this work at that moment, and the thread
+speed-up's share of it (``share_of_the_machine``; 1.0 is all the cores allowed). Each thread
+round also gives the CPU time a decision took and the share of the CPUs left idle: the speed-up
+had a decision cost the same CPU on two busy cores as on one (``speedup_at_equal_cpu_cost``) is what
 the GIL leaves of 2x; the median rounds' speed-up, the headline, also carries the cores slowing
 each other, which on a shared VM varies from round to round (``speedup_of_best_rounds`` is the
 fastest round of each).
@@ -30,8 +32,11 @@ import asyncio
 import functools
 import json
 import os
+import statistics
+import struct
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -100,13 +105,14 @@ def cpu_ticks() -> tuple[int, int]:
 
 def on_threads(
     state: ClusterState, policy: Policy, body: bytes, per: int, rounds: int
-) -> tuple[dict[int, dict[str, float]], list[float]]:
-    """1 and 2 threads, alternating, ``rounds`` times: the median round of each, and every
-    round's speed-up (on a shared VM the other vCPU's speed varies with the host's load minute
-    to minute: one round is not a figure). Each round also gives the CPU time a
-    decision took on its thread and the share of the machine's CPUs left idle: on 2 threads
-    the idle share is what the GIL costs, and a CPU time above the one-thread round's is the
-    two busy cores slowing each other (shared caches, the host), not the GIL."""
+) -> tuple[dict[int, dict[str, float]], list[float], list[float]]:
+    """1 and 2 threads, alternating, ``rounds`` times: the median round of each, every round's
+    speed-up, and before each round the machine's own speed-up on this work (`forked`). On a
+    shared VM the other vCPU's speed varies with the host's load minute to minute: one round is
+    not a figure. Each round also gives the CPU time a decision took on its thread and the
+    share of the machine's CPUs left idle: on 2 threads the idle share is what the GIL costs,
+    and a CPU time above the one-thread round's is the two busy cores slowing each other (shared
+    caches, the host), not the GIL."""
 
     def work(count: int) -> tuple[list[float], float]:
         taken, cpu = [], time.thread_time()
@@ -118,7 +124,9 @@ def on_threads(
 
     work(50)  # warm
     runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    machine: list[float] = []
     for _ in range(rounds):
+        machine.append(round(forked(work, per, 2) / forked(work, per, 1), 2))
         for threads in (1, 2):
             with ThreadPoolExecutor(threads) as pool:
                 idle, ticks = cpu_ticks()
@@ -134,7 +142,45 @@ def on_threads(
     for n, rows in runs.items():
         found[n]["best_per_s"] = max(row["per_s"] for row in rows)
     speedups = [round(b["per_s"] / a["per_s"], 2) for a, b in zip(runs[1], runs[2], strict=True)]
-    return found, speedups
+    return found, speedups, machine
+
+
+def forked(work: Callable[[int], object], per: int, count: int) -> float:
+    """Decisions per second of ``count`` forked copies of this process, each deciding ``per``
+    times on its own interpreter (no GIL shared, no pipe, the same state by copy-on-write):
+    what the machine's cores give this very work at the moment, the ceiling a thread speed-up
+    is read against. Each copy warms first (its copy-on-write faults are not timed), then all
+    start together and each reports the seconds its ``per`` decisions took."""
+    ready, go, done = os.pipe(), os.pipe(), os.pipe()
+    children = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:  # the copy: it never returns
+            code = 1
+            try:
+                work(50)
+                os.write(ready[1], b"r")
+                os.read(go[0], 1)
+                started = time.perf_counter()
+                work(per)
+                os.write(done[1], struct.pack("d", time.perf_counter() - started))
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        children.append(pid)
+    for _ in range(count):
+        os.read(ready[0], 1)
+    os.write(go[1], b"g" * count)
+    taken = [struct.unpack("d", os.read(done[0], 8))[0] for _ in range(count)]
+    for pid in children:
+        _, status = os.waitpid(pid, 0)
+        if status:
+            raise RuntimeError(f"a forked decision copy failed (wait status {status})")
+    for fd in (*ready, *go, *done):
+        os.close(fd)
+    return per * count / max(taken)
 
 
 async def on_processes(
@@ -176,7 +222,7 @@ async def in_flight(
 def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
     policy, body = load_policy("none"), the_review()
     make = functools.partial(live_state, nodes, pods)
-    threads, speedups = on_threads(make(), policy, body, per, rounds)
+    threads, speedups, machine = on_threads(make(), policy, body, per, rounds)
     processes = asyncio.run(on_processes(make, policy, body, per))
     on_threads_rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
     rows: dict[str, dict[str, float]] = dict(on_threads_rows)
@@ -190,6 +236,13 @@ def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
         "decisions_per_s_2_processes": round(processes[2]["per_s"]),
         "speedup": round(threads[2]["per_s"] / threads[1]["per_s"], 2),  # of the median rounds
         "speedup_per_round": speedups,
+        # 2 forked copies over 1, before each thread round: the cores free for this work then
+        "speedup_of_the_machine": round(statistics.median(machine), 2),
+        "speedup_of_the_machine_per_round": machine,
+        # each round's thread speed-up over the machine's just before it: 1.0 is all it allows
+        "share_of_the_machine": round(
+            statistics.median([t / m for t, m in zip(speedups, machine, strict=True)]), 2
+        ),
         "speedup_of_best_rounds": round(threads[2]["best_per_s"] / threads[1]["best_per_s"], 2),
         # the speed-up had a decision cost the same CPU time on two busy cores as on one: what
         # the GIL leaves of 2x (the rest is the cores slowing each other)

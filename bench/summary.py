@@ -95,6 +95,7 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
         f"{threads['decisions_per_s_1_thread']:,} / {threads['decisions_per_s_2_threads']:,}",
         f"load {threads['load_average_1m']}",
         f"{threads['speedup']}× (target ≥ 1.8×){_rounds(threads.get('speedup_per_round'))}"
+        + _machine(threads)
         + _cpu_cost(threads),
     )
     if "decisions_per_s_2_processes" in threads:
@@ -105,6 +106,17 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
             f"{threads['speedup_2_processes_vs_1_process']}× one process, "
             f"{threads['speedup_2_processes_vs_1_thread']}× one thread",
         )
+
+
+def _machine(threads: dict[str, Any]) -> str:
+    """What 2 forked copies made over 1 on the same work in the same rounds: the cores' ceiling."""
+    if "speedup_of_the_machine" not in threads:
+        return ""
+    rounds = threads["speedup_of_the_machine_per_round"]
+    return (
+        f"; 2 forked processes {threads['speedup_of_the_machine']}× one (rounds "
+        f"{min(rounds)}-{max(rounds)}×), the threads' share of it {threads['share_of_the_machine']}"
+    )
 
 
 def _cpu_cost(threads: dict[str, Any]) -> str:
