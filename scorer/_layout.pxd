@@ -1,8 +1,19 @@
 # The nogil core of the compiled snapshot build (scorer/_build.pyx): a tree's shape from
 # integer columns. Each function reads only what its arguments point at and writes only its
-# outputs; the Python edge (`build_views`) sizes and validates every buffer first.
+# outputs; the Python edge (`_build.build_views`) sizes and validates every buffer first.
 
 from libc.stdint cimport int32_t, int64_t
+
+# Leaf representatives of a view: the first node of each leaf key in view order (reps, their
+# number returned); slot[key] < 0 marks a key not seen yet, per_key counts each key's nodes.
+cdef Py_ssize_t group_leaves(int32_t[::1] key, int32_t[::1] order, int32_t[::1] reps, int32_t[::1] slot,
+                             int32_t[::1] per_key) noexcept nogil
+
+# Every node of the view by leaf (members[start[j]:start[j + 1]] for leaf j), from group_leaves'
+# reps (sorted meanwhile), slot and per_key; slot is used up.
+cdef void leaf_members(int32_t[::1] key, int32_t[::1] order, int32_t[::1] reps, Py_ssize_t n,
+                       int32_t[::1] slot, int32_t[::1] per_key, int32_t[::1] members,
+                       int32_t[::1] start) noexcept nogil
 
 # Stable LSD radix sort of node indexes by their rank tuples (rank[i * n_levels + l] < sizes[l]):
 # Python's tuple order of the level-value paths. tmp has m entries, counts max(sizes) + 1.
