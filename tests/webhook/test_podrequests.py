@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webhook.model.podrequests import is_extended, pod_requests, stored_pod_requests
@@ -289,3 +289,40 @@ def test_remembered_requests_name_the_path_of_each_error() -> None:
         with pytest.raises(InvalidObject) as raised:
             stored_pod_requests(bad, path)
         assert path in str(raised.value)
+
+
+_VALUES = (1, True, 1.0, 1.5, "1", "1.0", None, float("nan"), float("inf"), 2**70, [], {}, "lots", "null")
+_AMOUNTS = st.dictionaries(st.sampled_from(("cpu", "nvidia.com/gpu")), st.sampled_from(_VALUES), max_size=2)
+_RESOURCES = st.one_of(
+    st.sampled_from(_VALUES),
+    st.dictionaries(
+        st.sampled_from(("requests", "limits", "claims")),
+        st.one_of(st.sampled_from(_VALUES), _AMOUNTS),
+        max_size=2,
+    ),
+)
+_CONTAINER = st.fixed_dictionaries(
+    {}, optional={"restartPolicy": st.sampled_from(("Always", None, 1)), "resources": _RESOURCES}
+)
+_SPEC = st.builds(
+    lambda field, containers: {field: containers},
+    st.sampled_from(("containers", "initContainers")),
+    st.lists(_CONTAINER, max_size=2),
+)
+
+
+def _read(read: Any, spec: dict[str, Any]) -> Any:
+    try:
+        return read(spec, "spec")
+    except InvalidObject as exc:
+        return str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SPEC, min_size=2, max_size=4))
+def test_remembered_requests_equal_computed_ones_for_any_values(specs: list[dict[str, Any]]) -> None:
+    """Whatever was read before, a spec reads as `pod_requests` reads it: the same amounts or the
+    same error. The values are the ones a shape key could confuse (1, true, 1.0, "1"; null, NaN
+    and infinity, which JSON writes alike; an int past 64 bits), read one after the other."""
+    for spec in specs:
+        assert _read(stored_pod_requests, spec) == _read(pod_requests, spec)
