@@ -22,7 +22,8 @@ round also gives the CPU time a decision took and the share of the CPUs left idl
 had a decision cost the same CPU on two busy cores as on one (``speedup_at_equal_cpu_cost``) is what
 the GIL leaves of 2x; the median rounds' speed-up, the headline, also carries the cores slowing
 each other, which on a shared VM varies from round to round (``speedup_of_best_rounds`` is the
-fastest round of each).
+fastest round of each). 2 threads confined to one CPU (`on_one_cpu`) give the CPU time a
+decision takes with the same GIL hand-overs but nothing moving between the cores' caches.
 """
 
 from __future__ import annotations
@@ -125,8 +126,10 @@ def on_threads(
     work(50)  # warm
     runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
     machine: list[float] = []
+    one_cpu: list[float] = []
     for _ in range(rounds):
         machine.append(round(forked(work, per, 2) / forked(work, per, 1), 2))
+        one_cpu.append(on_one_cpu(work, per))
         for threads in (1, 2):
             with ThreadPoolExecutor(threads) as pool:
                 idle, ticks = cpu_ticks()
@@ -142,7 +145,23 @@ def on_threads(
     for n, rows in runs.items():
         found[n]["best_per_s"] = max(row["per_s"] for row in rows)
     speedups = [round(b["per_s"] / a["per_s"], 2) for a, b in zip(runs[1], runs[2], strict=True)]
+    found[2]["cpu_us_per_decision_on_one_cpu"] = round(statistics.median(one_cpu))
     return found, speedups, machine
+
+
+def on_one_cpu(work: Callable[[int], tuple[list[float], float]], per: int) -> float:
+    """The CPU time a decision takes on 2 threads confined to one CPU (µs): the same hand-overs
+    of the GIL as on two, but the objects both threads touch (reference counts, the allocator's
+    pools, the state) stay in one core's caches. Above it, the 2-thread rounds' CPU time is
+    those objects moving between the cores on every hand-over (and the host)."""
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})  # threads started from here on inherit it
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(work, [per] * 2))
+    finally:
+        os.sched_setaffinity(0, mask)
+    return 1e6 * sum(cpu for _, cpu in parts) / (2 * per)
 
 
 def forked(work: Callable[[int], object], per: int, count: int) -> float:
@@ -256,7 +275,8 @@ def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
         "speedup_2_processes_vs_1_thread": round(processes[2]["per_s"] / threads[1]["per_s"], 2),
         "speedup_2_processes_vs_1_process": round(processes[2]["per_s"] / processes[1]["per_s"], 2),
         "latency": {name: {k: row[k] for k in ("p50_ms", "p99_ms")} for name, row in rows.items()},
-        "cpu_us_per_decision": {name: row["cpu_us_per_decision"] for name, row in on_threads_rows.items()},
+        "cpu_us_per_decision": {name: row["cpu_us_per_decision"] for name, row in on_threads_rows.items()}
+        | {"2_threads_on_one_cpu": threads[2]["cpu_us_per_decision_on_one_cpu"]},
         "idle_share": {name: round(row["idle_share"], 3) for name, row in on_threads_rows.items()},
         "load_average_1m": round(os.getloadavg()[0], 2),
     }

@@ -124,9 +124,12 @@ def _cpu_cost(threads: dict[str, Any]) -> str:
     if "speedup_at_equal_cpu_cost" not in threads:
         return ""
     cpu = threads["cpu_us_per_decision"]
+    one_cpu = cpu.get("2_threads_on_one_cpu")
     return (
         f"; best rounds {threads['speedup_of_best_rounds']}×; CPU a decision {cpu['1_thread']} / "
-        f"{cpu['2_threads']} µs, at equal CPU {threads['speedup_at_equal_cpu_cost']}×"
+        f"{cpu['2_threads']} µs"
+        + ("" if one_cpu is None else f" (2 threads on one CPU: {one_cpu} µs)")
+        + f", at equal CPU {threads['speedup_at_equal_cpu_cost']}×"
     )
 
 
