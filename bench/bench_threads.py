@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
+import select
+import signal
 import statistics
 import struct
 import sys
@@ -172,34 +175,51 @@ def forked(work: Callable[[int], object], per: int, count: int) -> float:
     start together and each reports the seconds its ``per`` decisions took."""
     ready, go, done = os.pipe(), os.pipe(), os.pipe()
     children = []
-    for _ in range(count):
-        pid = os.fork()
-        if pid == 0:  # the copy: it never returns
-            code = 1
-            try:
-                work(50)
-                os.write(ready[1], b"r")
-                os.read(go[0], 1)
-                started = time.perf_counter()
-                work(per)
-                os.write(done[1], struct.pack("d", time.perf_counter() - started))
-                code = 0
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(code)
-        children.append(pid)
-    for _ in range(count):
-        os.read(ready[0], 1)
-    os.write(go[1], b"g" * count)
-    taken = [struct.unpack("d", os.read(done[0], 8))[0] for _ in range(count)]
-    for pid in children:
-        _, status = os.waitpid(pid, 0)
-        if status:
-            raise RuntimeError(f"a forked decision copy failed (wait status {status})")
-    for fd in (*ready, *go, *done):
-        os.close(fd)
+    try:
+        for _ in range(count):
+            pid = os.fork()
+            if pid == 0:  # the copy: it never returns
+                code = 1
+                try:
+                    work(50)
+                    os.write(ready[1], b"r")
+                    os.read(go[0], 1)
+                    started = time.perf_counter()
+                    work(per)
+                    os.write(done[1], struct.pack("d", time.perf_counter() - started))
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            children.append(pid)
+        os.close(ready[1])  # only the copies write these: a copy gone early reads as too short
+        os.close(done[1])
+        for _ in range(count):
+            _read(ready[0], 1)
+        os.write(go[1], b"g" * count)
+        taken = [struct.unpack("d", _read(done[0], 8))[0] for _ in range(count)]
+    except BaseException:
+        for pid in children:  # a copy still waiting for "go", or still deciding
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        for pid in children:
+            os.waitpid(pid, 0)
+        for fd in (ready[0], go[0], go[1], done[0]):
+            os.close(fd)
     return per * count / max(taken)
+
+
+def _read(fd: int, size: int, timeout: float = 300.0) -> bytes:
+    """``size`` bytes a forked copy wrote, or an error: never a wait on a copy that is gone."""
+    if not select.select([fd], [], [], timeout)[0]:
+        raise TimeoutError(f"a forked decision copy said nothing for {timeout:.0f} s")
+    data = os.read(fd, size)
+    if len(data) != size:
+        raise RuntimeError("a forked decision copy failed before answering (its traceback is above)")
+    return data
 
 
 async def on_processes(
