@@ -280,6 +280,13 @@ class Cluster:
     def running(self) -> dict[str, bool]:
         return {process.name: process.running() for process in self._processes}
 
+    def pid(self, name: str) -> int:
+        """The process id of the running component ``name``."""
+        for process in self._processes:
+            if process.name == name and process.pid is not None and process.running():
+                return process.pid
+        raise ClusterError(f"{name} is not running")
+
     def check_alive(self) -> None:
         """Raise ``ClusterError`` with the log tail of the first component that exited."""
         for process in self._processes:

@@ -53,6 +53,7 @@ from e2e.controlplane import (
     display_path,
     pinned_versions,
 )
+from e2e.native_cache import scheduler_cache
 
 FEATURE_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling", "WorkloadWithJob")
 FEATURE_GATES_FLAG = "--feature-gates=" + ",".join(f"{gate}=true" for gate in FEATURE_GATES)
@@ -190,6 +191,10 @@ class NativeCluster(Cluster):
             "--vmodule=scheduling_queue=4",
             FEATURE_GATES_FLAG,
         ]
+
+    def scheduler_cache(self) -> dict[str, str]:
+        """The pods the scheduler's cache holds ("namespace/name" -> node), from its own dump."""
+        return scheduler_cache(self.pid("kube-scheduler"), self.log_path("kube-scheduler"))
 
     def _kcm_argv(self) -> list[str]:
         argv = [a for a in super()._kcm_argv() if not a.startswith("--controllers=")]

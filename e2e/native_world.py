@@ -88,12 +88,13 @@ class NativeWorld:
         wait_until("the blocker pods gone", lambda: not self.pods(BLOCKER_NAMESPACE))
 
     def sync_scheduler(self, namespace: str) -> None:
-        """Return once the scheduler's cache holds every pod event so far.
+        """Return once the scheduler's queue and cache hold every pod event so far.
 
-        A sentinel pod (no requests, no group) is created and waited for until bound: the
-        scheduler's pod informer delivers events in order, so once it has bound the sentinel it has
-        seen every earlier pod deletion too. The sentinel is then deleted. Without this a group in
-        the scheduler's retry loop could run cycles on a snapshot that still holds deleted pods.
+        A sentinel pod (no requests, no group) is created and waited for until bound: the queue
+        has seen every earlier pod. The sentinel is then deleted, and the scheduler's cache dump
+        compared with the API's bound pods until they are equal: the informer feeds the cache
+        through a handler of its own, which can lag the queue's. Without this a group could run
+        cycles on a snapshot that still holds deleted pods.
         """
         sentinel = {
             "apiVersion": "v1",
@@ -111,6 +112,34 @@ class NativeWorld:
         wait_until("the scheduler binding the sentinel pod", bound_sentinel)
         self.cp.kubectl("delete", "pod", "sentinel", "-n", namespace, "--grace-period=0", "--wait=false")
         wait_until("the sentinel pod gone", lambda: "sentinel" not in self.pod_names(namespace))
+        last: list[str] = []
+
+        def synced() -> bool:
+            last[:] = self.cache_difference()
+            return not last
+
+        try:
+            wait_until("the scheduler's cache holding the API's bound pods, no more, no fewer", synced)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {'; '.join(last)}") from None
+
+    def cache_difference(self) -> list[str]:
+        """How the scheduler's cache (its own dump, e2e/native_cache.py) differs from the pods the
+        API server has bound, each on its node: one line per pod, none when they agree. Finished
+        pods are not compared: the scheduler's pod informer lists only pods whose phase is neither
+        Succeeded nor Failed (``newPodInformer``, pkg/scheduler/scheduler.go)."""
+        items = self.cp.kubectl_json("get", "pods", "-A")["items"]
+        bound = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
+            for p in items
+            if p["spec"].get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+        }
+        cached = self.cluster.scheduler_cache()
+        return [
+            f"{pod}: cache {cached.get(pod, '-')}, API {bound.get(pod, '-')}"
+            for pod in sorted(bound.keys() | cached.keys())
+            if cached.get(pod) != bound.get(pod)
+        ]
 
     def pod_names(self, namespace: str) -> set[str]:
         return {p["metadata"]["name"] for p in self.pods(namespace)}
