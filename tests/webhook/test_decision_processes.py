@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import orjson
+import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
@@ -170,3 +171,18 @@ def test_an_assignment_pickles_as_its_domains_not_the_trees_paths() -> None:
         DomainAssignment(("h3",), 8),
         DomainAssignment(("h7",), 8),
     )
+
+
+async def test_a_process_that_cannot_start_reports_why() -> None:
+    # ``spawn`` pickles the configuration: a state maker defined in a function cannot be, so the
+    # start itself raises. That error reaches the supervisor (which logs it and restarts), never
+    # a second one from stopping a process that never ran.
+    def local_maker() -> Any:
+        raise AssertionError("never called: the process never starts")
+
+    config = WorkerConfig(Settings(policy=load_policy("default")), StateSource(), make_state=local_maker)
+    pool = DecisionProcesses(1, config)
+    for _ in range(2):
+        with pytest.raises((AttributeError, pickle.PicklingError), match="pickle"):
+            await pool.keep(0)
+    assert pool.alive == 0

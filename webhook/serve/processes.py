@@ -97,14 +97,18 @@ class _Worker:
             loop.remove_reader(self.conn.fileno())
 
     def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL) and close both ends of the pipe. A process
+        whose start raised has nothing to end: the start's error is the one reported."""
         self.alive = False
-        if self.process.is_alive():
-            self.process.terminate()
-        self.process.join(2.0)
-        if self.process.is_alive():
-            self.process.kill()
+        if self.process.pid is not None:
+            if self.process.is_alive():
+                self.process.terminate()
             self.process.join(2.0)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join(2.0)
         self.conn.close()
+        self.child.close()  # closed already once started; held still when the start failed
 
 
 class DecisionProcesses:
