@@ -171,10 +171,20 @@ def review_rows(review: dict[str, Any]) -> Iterable[Row]:
         )
         yield (
             f"server CPU per review at c=8, {at}",
-            f"{ours['server_cpu_ms_per_review']} ms",
+            f"{ours['server_cpu_ms_per_review']} ms" + _split(ours, review["decision_ms"]),
             f"no-op {noop['server_cpu_ms_per_review']} ms",
             f"{ratio['cpu_per_review_vs_placement']}× its placement (target ≤ 2×)" + _switches(ours, noop),
         )
+
+
+def _split(ours: dict[str, Any], alone_ms: float) -> str:
+    """The loop thread's share and the decision threads' (against the decision made alone)."""
+    if "loop_thread_cpu_ms_per_review" not in ours:
+        return ""
+    return (
+        f" (event loop {ours['loop_thread_cpu_ms_per_review']}, decision threads and audit writer "
+        f"{ours['other_threads_cpu_ms_per_review']}; the decision alone {alone_ms})"
+    )
 
 
 def _switches(ours: dict[str, Any], noop: dict[str, Any]) -> str:
