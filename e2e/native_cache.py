@@ -3,8 +3,8 @@
 A row is judged on a dump of the API server; the scheduler places it on its cache, which its pod
 informer fills. Binding a sentinel pod shows its queue has seen every earlier pod, but the
 informer delivers assigned and unassigned pods to separate handlers, each at its own pace, so a
-sentinel cannot prove that the cache handler has removed the last row's pods (once, in CI, a
-row was placed on a rack that the last row's deleted pods still filled in the cache).
+sentinel cannot prove that the cache handler has removed the last row's pods. (Once, in CI, a
+row was placed on the rack the last row had filled, as if its deleted pods were still cached.)
 
 The scheduler's cache debugger (pkg/scheduler/backend/cache/debugger, v1.36.5) logs the whole
 cache on SIGUSR2: ``"Dump of cached NodeInfo" nodes=<`` then, per node, ``Node name: X`` and

@@ -129,16 +129,16 @@ class NativeWorld:
         pods are not compared: the scheduler's pod informer lists only pods whose phase is neither
         Succeeded nor Failed (``newPodInformer``, pkg/scheduler/scheduler.go)."""
         items = self.cp.kubectl_json("get", "pods", "-A")["items"]
-        bound = {
+        on_api = {
             f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
             for p in items
-            if p["spec"].get("nodeName") and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+            if bound(p) and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
         }
         cached = self.cluster.scheduler_cache()
         return [
-            f"{pod}: cache {cached.get(pod, '-')}, API {bound.get(pod, '-')}"
-            for pod in sorted(bound.keys() | cached.keys())
-            if cached.get(pod) != bound.get(pod)
+            f"{pod}: cache {cached.get(pod, '-')}, API {on_api.get(pod, '-')}"
+            for pod in sorted(on_api.keys() | cached.keys())
+            if cached.get(pod) != on_api.get(pod)
         ]
 
     def pod_names(self, namespace: str) -> set[str]:
