@@ -11,7 +11,9 @@ one run, with the server's GIL switch interval (`heap.share_the_gil`):
   `Brief` the handlers keep);
 - through `DecisionProcesses.decide` with 1 and 2 decision processes, each holding its own copy
   of the same state, with as many reviews in flight as processes: the server's side of it
-  (pickling, the pipe, its thread per process) is in the figure.
+  (pickling, the pipe, its thread per process) is in the figure;
+- each half of a decision alone on 1 and 2 threads, the placement and the Python
+  (`bench.threads_halves`): which one keeps two threads from 2x.
 
 It prints decisions per second, the speed-ups and the latency percentiles per decision. On a
 2-core machine that other work shares, the speed-up is bounded by the cores actually free, so
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_live import KUEUE_KINDS, _node
 from bench.live_memory import pod
+from bench.threads_halves import halves
 from tests.webhook.conftest import job, kueue_objects
 from webhook.decide.policy import Policy
 from webhook.decide.review import judge
@@ -261,7 +264,9 @@ async def in_flight(
 def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
     policy, body = load_policy("none"), the_review()
     make = functools.partial(live_state, nodes, pods)
-    threads, speedups, machine = on_threads(make(), policy, body, per, rounds)
+    state = make()
+    threads, speedups, machine = on_threads(state, policy, body, per, rounds)
+    parts = halves(state, policy, body, per, 3)
     processes = asyncio.run(on_processes(make, policy, body, per))
     on_threads_rows = {f"{n}_thread{'s' if n > 1 else ''}": v for n, v in threads.items()}
     rows: dict[str, dict[str, float]] = dict(on_threads_rows)
@@ -298,6 +303,8 @@ def run(nodes: int, pods: int, per: int, rounds: int) -> dict[str, Any]:
         "cpu_us_per_decision": {name: row["cpu_us_per_decision"] for name, row in on_threads_rows.items()}
         | {"2_threads_on_one_cpu": threads[2]["cpu_us_per_decision_on_one_cpu"]},
         "idle_share": {name: round(row["idle_share"], 3) for name, row in on_threads_rows.items()},
+        # the placement alone and the Python alone, on 1 and 2 threads (bench.threads_halves)
+        "halves": parts,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 

@@ -96,7 +96,8 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
         f"load {threads['load_average_1m']}",
         f"{threads['speedup']}× (target ≥ 1.8×){_rounds(threads.get('speedup_per_round'))}"
         + _machine(threads)
-        + _cpu_cost(threads),
+        + _cpu_cost(threads)
+        + _halves(threads),
     )
     if "decisions_per_s_2_processes" in threads:
         yield (
@@ -106,6 +107,20 @@ def thread_rows(threads: dict[str, Any]) -> Iterable[Row]:
             f"{threads['speedup_2_processes_vs_1_process']}× one process, "
             f"{threads['speedup_2_processes_vs_1_thread']}× one thread",
         )
+
+
+def _halves(threads: dict[str, Any]) -> str:
+    """Each half of a decision alone on 2 threads over 1: which keeps two threads from 2x
+    (`bench.threads_halves`)."""
+    if "halves" not in threads:
+        return ""
+    place, python = threads["halves"]["placement"], threads["halves"]["python"]
+    return (
+        f"; alone on 2 threads, the placement {place['speedup']}× ({place['cpu_us_1_thread']} / "
+        f"{place['cpu_us_2_threads']} µs CPU), the Python {python['speedup']}× "
+        f"({python['cpu_us_1_thread']} / {python['cpu_us_2_threads']} µs; on one CPU "
+        f"{python['cpu_us_2_threads_on_one_cpu']} µs)"
+    )
 
 
 def _machine(threads: dict[str, Any]) -> str:
