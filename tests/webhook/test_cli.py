@@ -465,6 +465,23 @@ def test_bad_yaml_names_the_file_and_document(tmp_path: Path) -> None:
     no_traceback(run)
 
 
+def test_a_document_nested_too_deep_is_refused_as_a_review_would_be(tmp_path: Path) -> None:
+    """Every later walk of a 500-deep value (the patch, ``-o patched``) would recurse past
+    Python's limit: refused when read, as the server refuses such a body, naming the document."""
+    deep: list[object] = []
+    for _ in range(500):
+        deep = [deep]
+    pod = {"containers": [{"name": "c", "image": "i"}], "x": deep}
+    obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "deep", "namespace": "default"},
+           "spec": {"template": {"spec": pod}}}  # fmt: skip
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(obj))
+    run = tasgate("check", "-f", str(path), "-o", "patched")
+    assert run.code == EXIT_BAD_INPUT, run
+    assert f"{path} (document 1): nests values more than 100 levels deep" in run.out + run.err
+    no_traceback(run)
+
+
 def test_bad_json_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"kind": ')

@@ -351,13 +351,50 @@ def test_a_user_cannot_start_a_queued_gang_around_the_gate() -> None:
     new["spec"]["parallelism"] = new["spec"]["completions"] = 40
     outcome = review(new, False, state(gpu_nodes(), queues()), old=stored("job"))
     assert not outcome.allowed and outcome.reason is Reason.NEVER_FITS
-    unchanged = review(stored("job-admitted"), False, state(gpu_nodes(), queues()), old=stored("job"))
-    assert unchanged.allowed, "Kueue's own start write, under another identity, still passes"
+    started = review(stored("job-admitted"), True, state(gpu_nodes(), queues()), old=stored("job"))
+    assert started.allowed, "Kueue's own start write, under another identity, is judged and fits"
+    assert started.reason is not Reason.UNCHANGED, "its nodeSelector changed: judged, not passed"
 
 
 def test_kueues_stop_update_is_never_judged() -> None:
-    outcome = review(stored("job"), False, state(queues()), old=stored("job-admitted"))
+    outcome = review(stored("job"), False, state(queues()), old=stored("job-admitted"), user=KUEUE_USER)
     assert outcome.allowed and outcome.reason is Reason.NOT_SUSPENDED
+
+
+def test_a_user_cannot_send_a_running_gang_back_to_the_queue_resized() -> None:
+    """Suspending a running workload sends it back to Kueue's queue: by anyone but Kueue, the
+    same write may not change its count unjudged. A plain suspend, nothing else changed, passes."""
+    cluster = state(gpu_nodes(), queues())
+    resized = stored("job-admitted")
+    resized["spec"]["suspend"] = True
+    plain = copy.deepcopy(resized)
+    resized["spec"]["parallelism"] = resized["spec"]["completions"] = 40
+    outcome = review(resized, False, cluster, old=stored("job-admitted"))
+    assert not outcome.allowed and outcome.reason is Reason.NEVER_FITS
+    kept = review(plain, False, cluster, old=stored("job-admitted"))
+    assert kept.allowed and kept.reason is Reason.UNCHANGED
+    by_kueue = review(resized, False, cluster, old=stored("job-admitted"), user=KUEUE_USER)
+    assert by_kueue.allowed and by_kueue.reason is Reason.NOT_SUSPENDED
+
+
+def test_a_node_constraint_changed_in_a_queued_workload_is_judged() -> None:
+    """A nodeSelector, a required node affinity or a toleration is read by the placement: an
+    UPDATE that changes one is judged, not passed as unchanged."""
+    cluster = state(gpu_nodes(), queues())
+    selector = stored("job")
+    selector["spec"]["template"]["spec"]["nodeSelector"] = {"no-such-label": "x"}
+    outcome = review(selector, False, cluster, old=stored("job"))
+    assert not outcome.allowed and outcome.reason is Reason.NEVER_FITS, outcome
+    affinity = stored("job")
+    term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["none"]}]}
+    required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    affinity["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": required}
+    outcome = review(affinity, False, cluster, old=stored("job"))
+    assert not outcome.allowed and outcome.reason is Reason.NEVER_FITS, outcome
+    toleration = stored("job")
+    toleration["spec"]["template"]["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    outcome = review(toleration, True, cluster, old=stored("job"))
+    assert outcome.allowed and outcome.reason is not Reason.UNCHANGED, outcome
 
 
 def test_a_users_change_to_a_queued_workload_is_judged() -> None:

@@ -116,6 +116,19 @@ def test_workload_without_known_pods_is_not_checked() -> None:
     assert "no pod that will join it is known" in d.warnings[0]
 
 
+@pytest.mark.parametrize("count", [2**64, -5, 4.5, "3"])
+def test_a_job_joining_a_group_with_an_absurd_count_is_refused_by_its_field(count: object) -> None:
+    """The Job's count is read as a Kueue Job's is (`batch.job`): one that is no plausible
+    non-negative integer is refused naming the field, never an overflow in the scorer."""
+    gang, _unbound, _ = _submitted("job-in-group.yaml")
+    state = build_state(BASE + [d for d in gang if d["kind"] != "Job"])
+    (job,) = [d for d in gang if d["kind"] == "Job"]
+    job["spec"]["parallelism"] = job["spec"]["completions"] = count
+    d = decide(Review(job, job["metadata"]["namespace"]), state, Policy("test"))
+    assert not d.allowed and d.reason is Reason.INVALID, d
+    assert "spec.parallelism" in d.message
+
+
 def test_queued_job_stays_kueues() -> None:
     gang, _unbound, _ = _submitted("job-gang.yaml")
     (job,) = [d for d in gang if d["kind"] == "Job"]

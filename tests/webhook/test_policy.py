@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -510,6 +511,31 @@ def test_pod_group_name_without_a_name_is_stable_per_request(sample_state: Clust
     assert name.startswith("train-") and len(name) == len("train-") + 8
     assert b.pod_groups[0]["metadata"]["name"] == name != c.pod_groups[0]["metadata"]["name"]
     assert a.patch[0]["value"] == {"labels": {COSCHED_LABEL: name}}
+
+
+def test_pod_group_name_is_a_valid_label_value_however_long_the_workloads_name(
+    sample_state: ClusterState,
+) -> None:
+    """The group's name is the Coscheduling label's value, capped at 63 characters: a longer
+    workload name (a JobSet's may have 253) is cut and told apart by a hash of the whole, or the
+    API server would refuse the patched object."""
+    pol = policy([{**rule(mode="none"), "gang": {"backend": "coscheduling"}}])
+    names = []
+    for name in ("a" * 63, "b" * 60 + "-x-" + "c" * 100, "b" * 60 + "-x-" + "d" * 100):
+        obj = job(2)
+        obj["metadata"]["name"] = name
+        d = judge(obj, sample_state, pol)
+        value = d.patch[0]["value"]["labels"][COSCHED_LABEL]
+        assert value == d.pod_groups[0]["metadata"]["name"]
+        assert len(value) <= 63 and re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value)
+        names.append(value)
+    assert names[0] == "a" * 63, "a name that fits is kept as it is"
+    assert names[1] != names[2] and names[1].startswith("b" * 54)
+    obj = job(2)
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "x" * 57 + "-"
+    value = judge(obj, sample_state, pol, uid="u").patch[0]["value"]["labels"][COSCHED_LABEL]
+    assert len(value) <= 63
 
 
 def test_user_written_gang_label_is_kept_and_its_pod_group_listed(sample_state: ClusterState) -> None:

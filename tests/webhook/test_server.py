@@ -567,6 +567,30 @@ async def test_scale_is_judged_on_the_stored_parent_as_a_create(
     assert unknown["allowed"] is True and h.audit[-1]["reason"] == "skipped-operation"
 
 
+async def test_scale_judges_the_parent_as_written(
+    monkeypatch: pytest.MonkeyPatch, aiohttp_client: ClientFactory
+) -> None:
+    """Nothing can be injected through a Scale and Kueue runs the parent as stored: a parent
+    without what the policy would add now (made before tasgate, or before the policy asked)
+    is judged as it is, never refused as a mutation that went missing."""
+    from webhook.serve.keys import API  # noqa: PLC0415
+
+    parent = manifest("pytorchjob-waits.yaml")
+
+    async def stored(api: object, path: str, timeout: float) -> dict[str, Any]:
+        return copy.deepcopy(parent)
+
+    monkeypatch.setattr(server, "get_object", stored)
+    h = Harness()
+    h.app[API] = object()  # type: ignore[assignment]
+    client = await aiohttp_client(h.app)
+    for replicas in (1, 3):
+        for endpoint in ("/mutate", "/validate"):
+            response = await post(client, endpoint, scale_review(parent["metadata"]["name"], replicas))
+            assert response["response"]["allowed"] is True, (replicas, endpoint, h.audit[-1])
+            assert h.audit[-1]["reason"] != "mutation-missing" and "patch" not in response["response"]
+
+
 async def test_policy_file_is_reloaded_on_change_and_a_broken_one_keeps_the_old(
     tmp_path: Path, aiohttp_client: ClientFactory
 ) -> None:

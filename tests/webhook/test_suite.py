@@ -99,6 +99,8 @@ def test_state_and_policy_are_a_string_or_a_list_relative_to_the_suite(tmp_path:
         ("cases: [{manifest: a, expected: {}}]\n", "unknown field(s) cases[0].expected"),
         ("cases: [{manifest: a, expect: [1]}]\n", "cases[0].expect: must be a mapping, got a list of 1"),
         ("cases: [{manifest: a, expect: {injects: 5}}]\n", "cases[0].expect.injects: must be a key"),
+        ("cases: [{manifest: a}]\n", "cases[0].expect: must be a mapping, got nothing"),
+        ("cases: [{manifest: a, expect: {reason: fits}}]\n", "cases[0].expect.outcome: required"),
     ],
 )
 def test_a_bad_shape_is_an_error_for_that_suite_and_the_others_still_run(
@@ -107,7 +109,7 @@ def test_a_bad_shape_is_an_error_for_that_suite_and_the_others_still_run(
     suites = layout(tmp_path)
     bad = "apiVersion: tasgate.io/v1alpha1\nkind: Test\n" + body
     if "cases" not in body and "case:" not in body:
-        bad += "cases: [{manifest: ../job.yaml}]\n"
+        bad += "cases: [{manifest: ../job.yaml, expect: {outcome: admitted}}]\n"
     (suites / "a-bad.yaml").write_text(bad)
     (suites / "b-good.yaml").write_text(GOOD.replace("job.yaml", "../job.yaml"))
     run = tasgate("test", str(suites))

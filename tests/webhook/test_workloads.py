@@ -384,6 +384,9 @@ def test_pod_group_counts_its_declared_total() -> None:
         ({}, "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value"),
         ({"kueue.x-k8s.io/pod-group-total-count": "many"}, '"many": must be an integer'),
         ({"kueue.x-k8s.io/pod-group-total-count": "0"}, "must be between 1 and"),
+        # Kueue reads it with strconv.Atoi: no blanks, no digit separators (Python's int takes both)
+        ({"kueue.x-k8s.io/pod-group-total-count": " 16"}, '" 16": must be an integer'),
+        ({"kueue.x-k8s.io/pod-group-total-count": "1_6"}, '"1_6": must be an integer'),
     ],
 )
 def test_pod_group_needs_a_valid_total(annotations: dict[str, str], fragment: str) -> None:

@@ -87,12 +87,16 @@ def _case(item: Any, index: int, base: Path, suite: str) -> Case:
     manifest = item.get("manifest")
     if not isinstance(manifest, str) or not manifest:
         raise SuiteError(f"{where}.manifest: must be a file name, got {_shape(manifest)}")
-    expect = item.get("expect") or {}
+    expect = item.get("expect")
     if not isinstance(expect, Mapping):
         raise SuiteError(f"{where}.expect: must be a mapping, got {_shape(expect)}")
     injects = expect.get("injects")
     if injects is not None:
         expect = {**expect, "injects": _files(injects, f"{where}.expect.injects", "key")}
+    outcome = expect.get("outcome")
+    if not isinstance(outcome, str) or not outcome:  # without one a case passes whatever happens
+        got = _shape(outcome)
+        raise SuiteError(f"{where}.expect.outcome: required (admitted, waits, denied …), got {got}")
     label = f"{suite} / {item.get('name') or index}"
     return Case(label, str(base / manifest), expect)
 

@@ -22,24 +22,38 @@ from webhook.model.workloads import PodSetTemplate, WorkloadPodSets
 
 COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
-MAX_NAME = 253
+MAX_NAME = 63  # the name is also the Coscheduling label's value, which Kubernetes caps at 63
 
 
 def group_name(obj: Mapping[str, Any], uid: str) -> str:
     """The PodGroup's name: the workload's, or a stable one when only generateName is known.
 
     Every pod of a Kueue pod group is admitted on its own: they share the group's name, so that
-    they all join the one PodGroup whose minMember counts them all.
+    they all join the one PodGroup whose minMember counts them all. The name is the value of
+    the Coscheduling label too, so one longer than a label value may be (a JobSet may be named
+    with up to 253 characters) is cut and told apart by a hash of the whole: a label the API
+    server refuses would fail the user's apply, which tasgate's absence would not.
     """
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
     if obj.get("kind") == "Pod" and isinstance(labels, Mapping) and labels.get(ann.POD_GROUP_NAME_LABEL):
-        return str(labels[ann.POD_GROUP_NAME_LABEL])[:MAX_NAME]
+        return _label_value(str(labels[ann.POD_GROUP_NAME_LABEL]))
     if meta.get("name"):
-        return str(meta["name"])[:MAX_NAME]
+        return _label_value(str(meta["name"]))
     stem = str(meta.get("generateName") or "workload").rstrip("-.") or "workload"
-    suffix = hashlib.sha256((uid or repr(sorted(meta.items()))).encode()).hexdigest()[:8]
-    return f"{stem}-{suffix}"[:MAX_NAME]
+    return _label_value(f"{stem}-{_digest(uid or repr(sorted(meta.items())))}")
+
+
+def _label_value(name: str) -> str:
+    """``name`` when it is short enough for a label value, else its head and a hash of it."""
+    if len(name) <= MAX_NAME:
+        return name
+    head = name[: MAX_NAME - 9].rstrip("-._") or "workload"
+    return f"{head}-{_digest(name)}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def gang_entries(view: WorkloadView, gang: Gang | None, name: str) -> list[Entry]:

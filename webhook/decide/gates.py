@@ -19,12 +19,13 @@ from webhook.model.workloads import suspended
 def kueues_to_manage(review: Review, policy: Policy) -> bool:
     """Kueue starts a workload by unsuspending it and stops it by suspending it again, editing
     templates as it goes; a running workload is Kueue's to manage. An UPDATE of a workload that
-    stays suspended (queued) is judged, and so is one that unsuspends it unless Kueue asks:
-    a user cannot start a queued gang around the gate."""
+    stays suspended (queued) is judged, and so is one that unsuspends it or suspends a running
+    one unless Kueue asks: a user can neither start a queued gang around the gate nor send a
+    running one back to the queue resized in the same write."""
     assert review.old_obj is not None
     before, after = suspended(review.old_obj), suspended(review.obj)
     if before is False:
-        return True
+        return after is not True or review.user in policy.kueue_users
     return after is False and review.user in policy.kueue_users
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from scorer._native_model import NativeRequest, place_native
 from webhook.decide.native_ports import one_per_node
 from webhook.decide.native_subject import Group, Subject
+from webhook.decide.patch import pointer
 from webhook.decide.policy import TIGHTEST, Policy, Rule
 from webhook.decide.policy import Subject as Who
 from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
@@ -124,13 +125,13 @@ def inject_key(
 def _op(obj: Mapping[str, Any], template: int | None, key: str) -> dict[str, Any]:
     """One JSON Patch op adding ``topology: [{key}]`` where the object has no constraint yet."""
     spec: Any = obj.get("spec")
-    base = "/spec"
+    base: tuple[str | int, ...] = ("spec",)
     holder: Any = spec
     if template is not None:
-        base = f"/spec/podGroupTemplates/{template}"
+        base = ("spec", "podGroupTemplates", template)
         holder = spec["podGroupTemplates"][template]
     constraints = holder.get("schedulingConstraints") if isinstance(holder, Mapping) else None
     topology = [{"key": key}]
     if isinstance(constraints, Mapping):
-        return {"op": "add", "path": f"{base}/schedulingConstraints/topology", "value": topology}
-    return {"op": "add", "path": f"{base}/schedulingConstraints", "value": {"topology": topology}}
+        return {"op": "add", "path": pointer((*base, "schedulingConstraints", "topology")), "value": topology}
+    return {"op": "add", "path": pointer((*base, "schedulingConstraints")), "value": {"topology": topology}}

@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.model import annotations as ann
 from webhook.model.workloads import owned_by_workload
-from webhook.model.workloads.base import metadata
+from webhook.model.workloads.base import count_at, metadata
 from webhook.model.workloads.native import (
     GANG,
     GroupSpec,
@@ -222,14 +222,11 @@ def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str, certain: bool =
 
 
 def job_pods(job: Mapping[str, Any]) -> int:
-    """The pods a new Job keeps at once: ``min(parallelism, completions)`` (parallelism defaults to 1)."""
-    spec = job.get("spec")
-    spec = spec if isinstance(spec, Mapping) else {}
-    parallelism, completions = spec.get("parallelism"), spec.get("completions")
-    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        count = min(count, completions)
-    return count
+    """The pods a new Job keeps at once: ``min(parallelism, completions)``, read as a Kueue Job's
+    PodSet is (`model.workloads.batch.job`): parallelism defaults to 1, a count that is not a
+    plausible non-negative integer is an `InvalidObject` naming its field."""
+    parallelism = count_at(job, ("spec", "parallelism"), 1)
+    return min(parallelism, count_at(job, ("spec", "completions"), parallelism))
 
 
 def _jobs_naming(namespace: str, group: str, state: ClusterState) -> list[tuple[str, Mapping[str, Any]]]:
@@ -241,6 +238,7 @@ def _jobs_naming(namespace: str, group: str, state: ClusterState) -> list[tuple[
         if ns == namespace and isinstance(template, Mapping):
             try:
                 if scheduling_group(template.get("spec")) == group:
+                    job_pods(job)  # a count that cannot be read leaves the Job out, as a bad group does
                     found.append((name, job))
             except InvalidObject:
                 continue

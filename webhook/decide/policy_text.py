@@ -7,7 +7,6 @@ from typing import Any
 
 import yaml
 
-from webhook.decide.durations import parse_duration
 from webhook.decide.policy import (
     API_VERSION,
     BACKENDS,
@@ -29,6 +28,7 @@ from webhook.decide.policy import (
     PolicyError,
     Rule,
 )
+from webhook.wire.durations import parse_duration
 
 
 def parse_policy(text: str, source: str) -> Policy:

@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 import yaml
 
+from webhook.wire.admission import MAX_DEPTH, too_deep
+
 SUFFIXES = (".yaml", ".yml", ".json")
 # libyaml's loader when PyYAML was built with it: a 10k-node dump in seconds, not minutes.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -112,6 +114,8 @@ def _documents(name: str, text: str) -> Iterator[Document]:
             continue
         if not isinstance(doc, Mapping):
             raise LoadError(f"{where}: expected a Kubernetes object, got {type(doc).__name__}")
+        if too_deep(doc):  # as a review's body is refused: every later walk of it would recurse
+            raise LoadError(f"{where}: nests values more than {MAX_DEPTH} levels deep")
         yield from _flatten(where, doc)
 
 

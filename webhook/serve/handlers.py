@@ -179,13 +179,22 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
 
 
 async def _decide(
-    app: web.Application, req: AdmissionRequest, endpoint: str, budget: float, large: bool = False
+    app: web.Application,
+    req: AdmissionRequest,
+    endpoint: str,
+    budget: float,
+    large: bool = False,
+    as_written: bool = False,
 ) -> Answer:
-    """In a decision process when there are any and one can take it, else on a server thread."""
+    """In a decision process when there are any and one can take it, else on a server thread.
+    ``as_written``: judged with nothing injected (the policy's settings, none of its rules), in
+    the server (a decision process keeps the policy the server sent it)."""
     mutating, policy = endpoint == "mutate", app[POLICY].current
+    if as_written:
+        policy = replace(policy, rules=())
     processes = app.get(PROCESSES)
     try:
-        if processes is not None and not large:  # a large body would cost more to send than to decide
+        if processes is not None and not large and not as_written:  # a large body: dearer to send
             answer: Answer | None = await processes.decide(req, mutating, policy, budget)
             if answer is not None:
                 app[METRICS].decided_in.labels("process").inc()
@@ -208,7 +217,8 @@ async def _decide(
 
 async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: str, budget: float) -> Answer:
     """A change of the scale subresource: the parent as the API server stores it, with the new
-    count, judged as a CREATE (so the count is judged even on an admitted workload)."""
+    count, judged as a CREATE (so the count is judged even on an admitted workload), as written:
+    nothing can be injected through a Scale, and Kueue runs the parent as it is stored."""
     settings = app[SETTINGS]
     replicas = scale.wanted_replicas(req)
     if not scale.known(req) or replicas is None:
@@ -227,7 +237,7 @@ async def _judge_scale(app: web.Application, req: AdmissionRequest, endpoint: st
         why = f"cannot read {req.resource}/{req.name} to judge its scale ({why})"
         return Answer(unavailable(settings, why), None)
     remaining = max(budget - (loop.time() - started), 0.001)
-    return await _decide(app, scale.as_create(req, parent, replicas), endpoint, remaining)
+    return await _decide(app, scale.as_create(req, parent, replicas), endpoint, remaining, as_written=True)
 
 
 def _record(

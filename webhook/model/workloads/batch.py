@@ -69,10 +69,9 @@ def _group_total_count(annotations: Mapping[str, Any]) -> int:
         raise InvalidObject.at(
             path, f"a pod with the {POD_GROUP_NAME_LABEL} label needs it", "Required value"
         )
-    try:
-        total = int(str(raw).strip())
-    except ValueError:
-        raise InvalidObject.at(path, f'"{raw}": must be an integer') from None
+    total = parse_int(str(raw), 64)  # Kueue's groupTotalCount: strconv.Atoi, then > 0
+    if total is None:
+        raise InvalidObject.at(path, f'"{raw}": must be an integer')
     if not 1 <= total <= MAX_COUNT:
         raise InvalidObject.at(path, f'"{raw}": must be between 1 and {MAX_COUNT}')
     return total

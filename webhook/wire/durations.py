@@ -1,4 +1,5 @@
-"""Go-style durations in policy files (``5m``, ``90s``, ``1h30m``), as Kubernetes users write them."""
+"""Go-style durations (``5m``, ``90s``, ``1h30m``, ``9.5s``): as Kubernetes users write them in
+policy files, and as the API server writes a webhook call's ``?timeout=`` (Go's ``Duration.String``)."""
 
 from __future__ import annotations
 
