@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_live import KUEUE_KINDS, _node
 from bench.live_memory import pod
-from bench.threads_halves import halves
+from bench.threads_halves import halves, two_threads_on_one_cpu
 from tests.webhook.conftest import job, kueue_objects
 from webhook.decide.policy import Policy
 from webhook.decide.review import judge
@@ -160,13 +160,7 @@ def on_one_cpu(work: Callable[[int], tuple[list[float], float]], per: int) -> fl
     of the GIL as on two, but the objects both threads touch (reference counts, the allocator's
     pools, the state) stay in one core's caches. Above it, the 2-thread rounds' CPU time is
     those objects moving between the cores on every hand-over (and the host)."""
-    mask = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(mask)})  # threads started from here on inherit it
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            parts = list(pool.map(work, [per] * 2))
-    finally:
-        os.sched_setaffinity(0, mask)
+    parts = two_threads_on_one_cpu(work, per)
     return 1e6 * sum(cpu for _, cpu in parts) / (2 * per)
 
 
