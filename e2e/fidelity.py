@@ -318,9 +318,10 @@ class Fidelity:
         directory = self.workdir / f"dump-{self._dumps:03d}"
         directory.mkdir()
         core = self.cp.kubectl("get", "nodes,pods,namespaces,priorityclasses", "-A", "-o", "yaml").stdout
-        kinds = "topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloadpriorityclasses" + (
-            f",{WORKLOADS}" if workloads else ""
-        )
+        kinds = (
+            "topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloadpriorityclasses,"
+            "admissionchecks,provisioningrequestconfigs"
+        ) + (f",{WORKLOADS}" if workloads else "")
         kueue = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
         (directory / "core.yaml").write_text(core)
         (directory / "kueue.yaml").write_text(kueue)

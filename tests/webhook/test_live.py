@@ -73,6 +73,8 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         "resourceflavors",
         "clusterqueues",
         "cohorts",
+        "admissionchecks",
+        "provisioningrequestconfigs",
         "workloads",
         "workloadpriorityclasses",
         "trainingruntimes",

@@ -65,11 +65,12 @@ async def test_a_denial_at_mutate_is_the_decision(served: Harness, api: Client) 
     assert sample(served, "tasgate_admission_decisions_total") == 1
 
 
-async def test_a_mutation_missing_at_validate_is_one_denial(served: Harness, api: Client) -> None:
-    """A mutate allow followed by a validate denial is one decision: the denial."""
+async def test_a_mutation_missing_at_validate_is_one_decision(served: Harness, api: Client) -> None:
+    """A mutate allow followed by a validate that finds the patch dropped is one decision, counted
+    with the validate's reason (judged as written: allowed, and said)."""
     obj = manifest("lws-unannotated.yaml")
     assert (await post(api, "/mutate", review(obj)))["response"]["allowed"]
-    assert not (await post(api, "/validate", review(obj)))["response"]["allowed"]  # patch dropped
+    assert (await post(api, "/validate", review(obj)))["response"]["allowed"]  # patch dropped
     assert sample(served, "tasgate_admission_decisions_total") == 1
     assert sample(served, "tasgate_admission_decisions_total", reason="mutation-missing") == 1
 

@@ -1,5 +1,6 @@
 """/validate after a change of the cluster between /mutate and /validate (one `kubectl apply` of a
-LocalQueue with its Job): the object is judged as written, never refused as "mutation missing"."""
+LocalQueue with its Job), or on a state /mutate did not use: the object is judged as written, never
+refused as "mutation missing" (issue 37.4)."""
 
 from __future__ import annotations
 
@@ -53,12 +54,16 @@ def test_the_queue_arriving_between_the_calls_is_judged_as_written() -> None:
     assert any("not added, because the cluster changed" in w for w in validated.warnings)
 
 
-def test_without_an_earlier_state_that_asked_for_nothing_a_missing_mutation_is_refused() -> None:
+def test_a_missing_mutation_with_no_earlier_state_to_explain_it_is_judged_as_written() -> None:
+    """The state /mutate used aged out of the holder (or another replica answered): what Kueue
+    runs as written is allowed, with the reason and a warning naming what is missing."""
     _, after = _states()
     req = _request(manifest("lws-unannotated.yaml"))
     assert judge(req, after, POLICY, mutating=True).patch
-    refused = judge(req, after, POLICY, mutating=False, earlier=(after,))
-    assert not refused.allowed and refused.reason is Reason.MUTATION_MISSING
+    validated = judge(req, after, POLICY, mutating=False, earlier=(after,))
+    assert validated.allowed and validated.reason is Reason.MUTATION_MISSING
+    assert validated.audit == {**(validated.audit or {}), "decision": "allow", "reason": "mutation-missing"}
+    assert any("tasgate's mutation is missing from this object" in w for w in validated.warnings)
 
 
 def test_an_object_that_never_fits_is_refused_whatever_the_earlier_states() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
+from webhook.decide.delayed import delayed_reason, today_figure
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
@@ -203,13 +204,18 @@ def _verdict(
     the ``topology`` that speaks) set on ``base`` in the same step."""
     target = scored.target
     warnings = [*base.warnings, *scored.plan.problems]
+    if target.delay is not None:
+        warnings.append(target.delay.describe(base.cluster_queue or ""))
     denials = []
     for v, p in zip(scored.verdicts, view.pod_sets, strict=True):
         never, now = v.never, v.now
         if never is None or now is None:
             continue
         level = v.request.level or target.topology.levels[-1]
-        if not never.fits and not never.anomaly:
+        if target.delay is not None:  # placed later or elsewhere: today's nodes are a figure
+            today = today_figure(v, level, target.delay)
+            warnings += [today] if today else []
+        elif not never.fits and not never.anomaly:
             denials.append(never_message(v, p, never, level, target, policy))
         elif never.anomaly:
             warnings.append(f'PodSet "{v.name}": {never.reason}')
@@ -237,6 +243,8 @@ def _verdict(
     entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
     groups = gang.pod_groups(view, backend, base.namespace, entries)
     reason = Reason.FITS if all_fit_now(scored.verdicts) else Reason.WAITS
+    if target.delay is not None:
+        reason = delayed_reason(target.delay)
     return revised(
         base,
         flavors=flavors,

@@ -15,7 +15,9 @@ first only after the cluster changes, so it waits.
 Within each cycle, when the full count does not fit, partial admission (``PodSetReducer.Search``,
 `decide.partial`) runs the same assignment — quota and topology — for each candidate count.
 ``choose`` replays those cycles on one state and says where, and with how many pods, Kueue
-admits the workload now; None when it waits.
+admits the workload now; None when it waits. A flavor whose topology Kueue places later or
+elsewhere (``delayed``: a ProvisioningRequest or MultiKueue check) is admitted on quota alone:
+its first pass reserves quota with no topology (``DelayedTopologyRequest: Pending``).
 """
 
 from __future__ import annotations
@@ -61,11 +63,15 @@ def choose(
     minimum: int | None,
     quota: QueueQuota | None,
     place_now: PlaceNow,
+    delayed: frozenset[int] = frozenset(),
 ) -> Choice:
     """Kueue's admission now among ``flavors`` (the candidate TAS flavors, in order).
 
-    ``minimum``: the least count of the one placed PodSet under partial admission (else None).
+    ``minimum``: the least count of the one placed PodSet under partial admission (else None);
+    ``delayed``: the indexes of flavors whose topology is not placed on today's nodes.
     """
+    if delayed:
+        place_now = _on_quota_alone(place_now, delayed)
     start, seen, blocked = 0, set[int](), tuple[str, ...]()
     while start < len(flavors) and start not in seen:
         seen.add(start)
@@ -81,6 +87,15 @@ def choose(
             break
         start = walk.stopped + 1
     return Choice(blocked=blocked)
+
+
+def _on_quota_alone(place_now: PlaceNow, delayed: frozenset[int]) -> PlaceNow:
+    """``place_now`` where a delayed flavor places nothing now and holds back nothing."""
+
+    def place(index: int, counts: Sequence[int]) -> Sequence[Placement] | None:
+        return () if index in delayed else place_now(index, counts)
+
+    return place
 
 
 def _walk(

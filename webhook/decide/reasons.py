@@ -16,6 +16,8 @@ class Reason(StrEnum):
     FITS = "fits"
     WAITS = "waits"
     ADMITTED_AFTER_PREEMPTION = "admitted-after-preemption"
+    PROVISIONING = "provisioning"
+    MULTIKUEUE = "multikueue"
     NEVER_FITS = "never-fits"
     PARTIAL_SLICE = "partial-slice"
     OVER_QUOTA = "over-quota"
@@ -45,6 +47,15 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
             "allowed with a warning: Kueue admits it by preempting lower-priority Workloads "
             "(the warning names them); it does not fit the free capacity now"
         ),
+        Reason.PROVISIONING: (
+            "allowed with a warning: its flavor is behind a ProvisioningRequest admission check; "
+            "Kueue reserves quota, waits for provisioned nodes and places the gang on them, so "
+            "today's nodes are a figure, never a denial"
+        ),
+        Reason.MULTIKUEUE: (
+            "allowed with a warning: its ClusterQueue dispatches to worker clusters (MultiKueue); "
+            "Kueue assigns the topology on the worker, so this cluster's nodes are never a denial"
+        ),
         Reason.NEVER_FITS: "denied: some PodSet cannot be placed even on the empty cluster",
         Reason.PARTIAL_SLICE: (
             "denied: a gang whose slice size does not divide its pod count; Kueue places whole "
@@ -52,7 +63,11 @@ MEANING: Mapping[Reason, str] = MappingProxyType(
         ),
         Reason.OVER_QUOTA: "denied: its ClusterQueue lacks a resource, or can never give that much",
         Reason.INVALID: "denied: a TAS annotation, gang label or template field is invalid",
-        Reason.MUTATION_MISSING: "denied (validate): the mutation tasgate asked for is not on the object",
+        Reason.MUTATION_MISSING: (
+            "allowed with a warning (validate): the mutation tasgate asks for is not on the object "
+            "(the mutating webhook not reached, or another state judged it); judged as written, as "
+            "Kueue will run it, and refused only for what refuses it as written"
+        ),
         Reason.UNCHANGED: "allowed: an UPDATE that changes nothing placement depends on",
         Reason.NOT_SUSPENDED: "allowed: an UPDATE of an admitted or running workload (Kueue's start/stop)",
         Reason.SKIPPED_OPERATION: "allowed: DELETE, CONNECT or a subresource",

@@ -3,9 +3,12 @@
 CREATE is decided; UPDATE too, where the decision skips a workload that is not suspended
 (admitted or running: Kueue's own start/stop writes) and one whose placement-relevant fields
 (counts, requests, TAS annotations, gang labels, queue) did not change; DELETE, CONNECT and
-subresources pass untouched. The validating endpoint judges the final object and also refuses
-one whose mutation went missing, unless the mutation was decided on an earlier state that asked
-for none (the cluster changed between the two calls): then the object is judged as written.
+subresources pass untouched. The validating endpoint judges the final object. One whose
+mutation is missing is judged as written, as Kueue will run it: refused only when it would be
+refused as written, never for the missing mutation itself. /mutate and /validate may judge on
+different states (the cluster moved between the two calls, or another replica answered), and a
+mutation missing because the mutating webhook is not reached is a misconfiguration to report
+(reason ``mutation-missing``, allowed with a warning), not a workload Kueue would not run.
 """
 
 from __future__ import annotations
@@ -65,26 +68,34 @@ def judge(
     if mutating:
         return Outcome(True, decision.reason, "", None, warnings, decision.patch, audit, decision)
     if decision.patch:
-        if any(not decide(review, older, policy).patch for older in earlier):
-            return _as_written(review, state, policy, decision)
-        return _mutation_missing(decision, warnings)
+        changed = any(not decide(review, older, policy).patch for older in earlier)
+        return _as_written(review, state, policy, decision, changed)
     return Outcome(True, decision.reason, "", None, warnings, (), audit, decision)
 
 
-def _as_written(review: Review, state: ClusterState, policy: Policy, wanted: Decision) -> Outcome:
-    """The mutation was decided on a state that asked for none (a LocalQueue, a Topology or a
-    Namespace label arrived between /mutate and /validate): Kueue runs the object as it is, so
-    it is judged as written, and told what the policy would add now."""
+def _as_written(
+    review: Review, state: ClusterState, policy: Policy, wanted: Decision, changed: bool
+) -> Outcome:
+    """The mutation the policy asks for now is not on the object: Kueue runs it as it is, so it
+    is judged as written and told what the policy would add. ``changed``: an earlier state asked
+    for none (a LocalQueue, a Topology or a Namespace label arrived between the two calls), said
+    as such; otherwise the mutation went missing (`_missing_note`)."""
     decision = decide(review, state, replace(policy, rules=()))  # its settings kept, nothing injected
     keys = sorted({key for op in wanted.patch for key in added_keys(op)})
-    note = (
-        f"tasgate's policy now asks for {', '.join(keys)}; not added, because the cluster changed "
-        "while this request was being admitted (judged as written)"
-    )
+    if changed:
+        note = (
+            f"tasgate's policy now asks for {', '.join(keys)}; not added, because the cluster changed "
+            "while this request was being admitted (judged as written)"
+        )
+    else:
+        note = _missing_note(keys)
     warnings = tuple(clip(w) for w in (*decision.warnings, note))
     if not decision.allowed:
         return _refusal(decision, warnings)
-    return Outcome(True, decision.reason, "", None, warnings, (), dict(decision.audit), decision)
+    if changed:
+        return Outcome(True, decision.reason, "", None, warnings, (), dict(decision.audit), decision)
+    audit = {**decision.audit, "reason": Reason.MUTATION_MISSING.value}
+    return Outcome(True, Reason.MUTATION_MISSING, "", None, warnings, (), audit, decision)
 
 
 def _refusal(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
@@ -94,11 +105,9 @@ def _refusal(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
     )
 
 
-def _mutation_missing(decision: Decision, warnings: tuple[str, ...]) -> Outcome:
-    missing = sorted({key for op in decision.patch for key in added_keys(op)})
-    message = (
-        "tasgate's mutation is missing from this object (is the tasgate mutating webhook registered "
-        f"and reached?): expected {', '.join(missing)}"
+def _missing_note(keys: list[str]) -> str:
+    return (
+        f"tasgate's mutation is missing from this object: expected {', '.join(keys)} (is the tasgate "
+        "mutating webhook registered and reached, or did the cluster change between the two calls?); "
+        "judged as written"
     )
-    audit = {"decision": "deny", "reason": Reason.MUTATION_MISSING.value}
-    return Outcome(False, Reason.MUTATION_MISSING, message, 403, warnings, (), audit, decision)

@@ -51,7 +51,7 @@ def score_flavors(
         )
         for s in scored
     )
-    holding = [s for s in scored if all(_holds_when_empty(v) for v in s.verdicts if v.judged)]
+    holding = [s for s in scored if _may_hold(s)]
     if not holding:
         return max(scored, key=lambda s: sum(_held_when_empty(v) for v in s.verdicts)), summaries
     placed = [p for p, j in zip(pod_sets, judged, strict=True) if j]
@@ -73,7 +73,8 @@ def _choice(scored: Sequence[Scored], placed: Sequence[PodSetView], quota: Queue
         requests = [replace(r, count=c) for r, c in zip(s.requests, counts, strict=True)]
         return s.target.snapshot.now.place(requests)
 
-    return choose([s.target.flavor for s in scored], placed, full, minimum, quota, place_now)
+    delayed = frozenset(i for i, s in enumerate(scored) if s.target.delay is not None)
+    return choose([s.target.flavor for s in scored], placed, full, minimum, quota, place_now, delayed)
 
 
 def _admitted(s: Scored, choice: Choice, quota: QueueQuota | None) -> Scored:
@@ -82,8 +83,9 @@ def _admitted(s: Scored, choice: Choice, quota: QueueQuota | None) -> Scored:
     for v in s.verdicts:
         found = v
         if v.judged:
-            if choice.counts[k] != v.count:
-                found = replace(v, admitted=choice.counts[k], now=choice.placements[k])
+            if choice.counts[k] != v.count:  # a delayed flavor is placed later: no placement now
+                now = choice.placements[k] if choice.placements else v.now
+                found = replace(v, admitted=choice.counts[k], now=now)
             k += 1
         verdicts.append(found)
     notes = borrowing_note(choice.quota, quota) if quota is not None else ()
@@ -146,6 +148,12 @@ def _partial_when_empty(
         if found is not None:
             v = replace(v, admissible=found[0], never=found[1])
     return v
+
+
+def _may_hold(s: Scored) -> bool:
+    """Whether the flavor may ever hold the gang: it does on the empty cluster, or Kueue places
+    it on capacity today's nodes do not show (a provisioning or MultiKueue check)."""
+    return s.target.delay is not None or all(_holds_when_empty(v) for v in s.verdicts if v.judged)
 
 
 def _holds_when_empty(v: PodSetVerdict) -> bool:

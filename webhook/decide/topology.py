@@ -14,6 +14,7 @@ from scorer.model import TopologyRequest
 from webhook.decide.policy import DefaultTopology
 from webhook.decide.quota_now import QueueQuota, queue_quota
 from webhook.model.podset import PodSetView
+from webhook.state.admission_checks import Delay
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
 
@@ -27,6 +28,9 @@ class Target:
     snapshot: Cluster
     node_labels: Mapping[str, str] = field(default_factory=dict)  # the flavor's node selection
     quota: QueueQuota | None = None  # its ClusterQueue's quota now (`decide.quota_now`); None: not judged
+    # Kueue places this flavor's topology after an admission check (provisioned capacity) or on a
+    # worker cluster (MultiKueue), not on today's nodes: `state.admission_checks`.
+    delay: Delay | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,14 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
             usable.append((flavor, topology))
     quota = queue_quota(state, cq.name) if usable else None  # the ClusterQueue's: every target shares it
     targets = [
-        Target(flavor.name, topology, state.flavor_snapshot(flavor, topology), flavor.node_labels, quota)
+        Target(
+            flavor.name,
+            topology,
+            state.flavor_snapshot(flavor, topology),
+            flavor.node_labels,
+            quota,
+            state.topology_delay(cq, flavor.name),
+        )
         for flavor, topology in usable
     ]
     unusable = "; ".join(problems) if problems and not targets else None

@@ -134,6 +134,18 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
         Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
         # The cohort tree a ClusterQueue borrows in (parents, quotas, lending and borrowing limits).
         Kind("cohorts", kueue, "Cohort", custom(KUEUE, kueue_version, "cohorts"), True),
+        # Admission checks that make Kueue place a flavor's topology later (ProvisioningRequest)
+        # or on another cluster (MultiKueue): `state.admission_checks`.
+        Kind(
+            "admissionchecks", kueue, "AdmissionCheck", custom(KUEUE, kueue_version, "admissionchecks"), True
+        ),
+        Kind(
+            "provisioningrequestconfigs",
+            kueue,
+            "ProvisioningRequestConfig",
+            custom(KUEUE, kueue_version, "provisioningrequestconfigs"),
+            True,
+        ),
         # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
         Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
         # Priorities Kueue gives a new Workload, and so whom it would preempt for it.

@@ -70,7 +70,9 @@ def now_text() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-WAITING_STATES = frozenset({State.WAITING_TOPOLOGY, State.WAITING_QUOTA, State.NEVER_FITS})
+WAITING_STATES = frozenset(
+    {State.WAITING_TOPOLOGY, State.WAITING_QUOTA, State.WAITING_PROVISIONING, State.NEVER_FITS}
+)
 
 
 def _started(app: web.Application) -> set[tuple[str, str]]:

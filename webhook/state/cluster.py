@@ -24,6 +24,7 @@ from scorer import Cluster, Engine
 from scorer.model import Node, Toleration
 from webhook.model.podrequests import NO_DEFAULTS, PodDefaults
 from webhook.model.workloads import RuntimeKey
+from webhook.state.admission_checks import AdmissionCheck, Delay, ProvisioningConfig, delay_for
 from webhook.state.defaults import limit_range_defaults
 from webhook.state.fold import Fold
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology
@@ -46,6 +47,8 @@ class ClusterState:
     cluster_queues: Mapping[str, ClusterQueue] = field(default_factory=dict)
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
     cohorts: Mapping[str, Cohort] = field(default_factory=dict)
+    admission_checks: Mapping[str, AdmissionCheck] = field(default_factory=dict)
+    provisioning_configs: Mapping[str, ProvisioningConfig] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
@@ -198,6 +201,11 @@ class ClusterState:
         """The first rejected object of ``kind`` in ``namespace`` (a LimitRange, say), if any."""
         return self._rejected_index.get((kind, namespace, None)) if self.rejected else None
 
+    def topology_delay(self, cluster_queue: ClusterQueue, flavor: str) -> Delay | None:
+        """Why Kueue places ``flavor``'s topology elsewhere or later for this queue (None: it
+        places on today's nodes): `state.admission_checks`."""
+        return delay_for(cluster_queue.checks, flavor, self.admission_checks, self.provisioning_configs)
+
     @functools.cached_property
     def quota_tree(self) -> QuotaTree:
         """Kueue's quota tree on this state's usage (`state.quota_tree`), built on first use."""
@@ -223,6 +231,8 @@ STRUCTURE = (
     "cluster_queues",
     "local_queues",
     "cohorts",
+    "admission_checks",
+    "provisioning_configs",
     "namespaces",
     "runtimes",
     "limit_ranges",
@@ -273,6 +283,8 @@ def build_state(
         cluster_queues=fold.cluster_queues,
         local_queues=fold.local_queues,
         cohorts=fold.cohorts,
+        admission_checks=fold.admission_checks,
+        provisioning_configs=fold.provisioning_configs,
         namespaces=fold.namespaces,
         runtimes=fold.runtimes,
         limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},

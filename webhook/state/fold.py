@@ -14,6 +14,8 @@ from typing import Any
 
 from scorer.model import Node
 from webhook.model.workloads import RuntimeKey
+from webhook.state.admission_checks import KINDS as CHECK_KINDS
+from webhook.state.admission_checks import AdmissionCheck, ProvisioningConfig, add_check_object
 from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
 from webhook.state.fields import metadata, string_map
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
@@ -45,6 +47,8 @@ class Fold:
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
     cohorts: dict[str, Cohort] = field(default_factory=dict)
+    admission_checks: dict[str, AdmissionCheck] = field(default_factory=dict)
+    provisioning_configs: dict[str, ProvisioningConfig] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
     limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
@@ -98,6 +102,8 @@ class Fold:
             self.overheads[name] = runtime_overhead(obj)
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
             self.runtimes[(str(kind), namespace, name)] = obj
+        elif group == KUEUE_GROUP and kind in CHECK_KINDS:
+            add_check_object(obj, str(kind), name, self.admission_checks, self.provisioning_configs)
         elif group == KUEUE_GROUP:
             add_kueue_object(
                 obj,

@@ -15,6 +15,7 @@ from typing import Any
 from scorer.model import Toleration
 from webhook.model.quantity import quota_amount
 from webhook.model.scheduling import parse_tolerations
+from webhook.state.admission_checks import CheckRule, parse_check_rules
 from webhook.state.fields import object_list, string_map
 from webhook.state.priorities import Preemption, parse_preemption
 from webhook.wire.errors import InvalidObject
@@ -60,6 +61,7 @@ class ClusterQueue:
     # fits only by borrowing ends Kueue's flavor search (``flavorassigner.shouldTryNextFlavor``).
     try_next_when_borrowing: bool = False
     preemption: Preemption = field(default_factory=Preemption)  # spec.preemption (`state.priorities`)
+    checks: tuple[CheckRule, ...] = ()  # admission checks (`state.admission_checks`)
 
     def group_covering(self, resource: str) -> ResourceGroup | None:
         return self._covering.get(resource)
@@ -131,7 +133,7 @@ def add_kueue_object(
 
 def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
     """Flavors in order, each resource group's quotas, the cohort (``cohortName`` in v1beta2,
-    ``cohort`` in v1beta1) and ``flavorFungibility.whenCanBorrow``."""
+    ``cohort`` in v1beta1), ``flavorFungibility.whenCanBorrow`` and the admission checks."""
     names, groups = parse_resource_groups(f"ClusterQueue {name}: spec.resourceGroups", spec)
     cohort = spec.get("cohortName") or spec.get("cohort")
     fungibility = spec.get("flavorFungibility")
@@ -144,6 +146,7 @@ def parse_cluster_queue(name: str, spec: Mapping[str, Any]) -> ClusterQueue:
         str(cohort) if cohort else None,
         try_next_when_borrowing=try_next,
         preemption=parse_preemption(name, spec),
+        checks=parse_check_rules(name, spec),
     )
 
 

@@ -28,6 +28,7 @@ class State(StrEnum):
 
     WAITING_TOPOLOGY = "waiting_topology"
     WAITING_QUOTA = "waiting_quota"
+    WAITING_PROVISIONING = "waiting_provisioning"
     NEVER_FITS = "never_fits"
     ASSEMBLING = "assembling"
     PARTIAL_START = "partial_start"
@@ -68,8 +69,23 @@ def classify(gang: Gang, now: float, partial_start_after: float) -> Status:
         return _admitted(gang, now, partial_start_after)
     if wl.is_true("QuotaReserved"):
         waiting = wl.condition("Admitted") or Condition("False", "UnsatisfiedAdmissionChecks")
-        return Status(State.WAITING_QUOTA, waiting.reason, waiting.message, waiting.since or wl.created)
+        since = waiting.since or wl.created
+        if wl.delayed_topology:
+            return _provisioning(wl, since)
+        return Status(State.WAITING_QUOTA, waiting.reason, waiting.message, since)
     return _queued(gang)
+
+
+def _provisioning(wl: WorkloadRecord, since: float | None) -> Status:
+    """Quota reserved, topology delayed: capacity is being provisioned (a check Pending, with the
+    ProvisioningRequest's word), or it is there and Kueue places the gang next."""
+    pending = [(name, message) for name, (state, message) in wl.checks.items() if state != "Ready"]
+    if pending:
+        name, message = pending[0]
+        text = f'admission check "{name}": {message}' if message else f'admission check "{name}" is not ready'
+        return Status(State.WAITING_PROVISIONING, "PendingProvisioning", text, since)
+    text = "capacity provisioned; Kueue places the topology on the new nodes next"
+    return Status(State.WAITING_PROVISIONING, "Provisioned", text, since)
 
 
 def _queued(gang: Gang) -> Status:

@@ -68,6 +68,11 @@ class WorkloadRecord:
     # level, "unconstrained" with "" (what placement quality is judged against, after admission)
     requests: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     native: bool = False  # a native v1.36 PodGroup read as a Workload (``track.native``)
+    # Admission checks as the Workload reports them: name -> (state, message), in order.
+    checks: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # Kueue reserved quota with no topology yet (``delayedTopologyRequest: Pending``): placed once
+    # a ProvisioningRequest is provisioned, or on a MultiKueue worker.
+    delayed_topology: bool = False
     levels: tuple[str, ...] = ()  # what its placement is judged at when no admission says
 
     @property
@@ -182,7 +187,21 @@ def parse_workload(obj: Mapping[str, Any]) -> WorkloadRecord:
         admission_error=error,
         active=spec.get("active", True) is not False,
         requests=_requests(_list(spec.get("podSets"))),
+        checks=_checks(_list(status.get("admissionChecks"))),
+        delayed_topology=any(
+            isinstance(a, Mapping) and a.get("delayedTopologyRequest") == "Pending"
+            for a in _list(_map(status.get("admission")).get("podSetAssignments"))
+        ),
     )
+
+
+def _checks(raw: list[Any]) -> dict[str, tuple[str, str]]:
+    """``status.admissionChecks``: each check's state (Pending, Ready, Retry, Rejected) and message."""
+    found = {}
+    for check in raw:
+        if isinstance(check, Mapping) and check.get("name"):
+            found[str(check["name"])] = (str(check.get("state") or ""), _clip(check.get("message")))
+    return found
 
 
 def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
