@@ -109,6 +109,8 @@ class Row:
     such a row is never held back as "waits": Kueue admits what fits now.
     ``flavors``: the flavor Kueue must pick per PodSet, as a check of the row's design.
     ``offset_at``: path to a template Kueue marks with ``pod-index-offset: "1"``.
+    ``group_at``: paths to templates stored with tasgate's leader-and-workers group name and
+    without Kueue's offset (the policy groups them: issue 37.6).
     ``before``: a gang Kueue admits just before the case (no kube-controller-manager here: it has
     no pods, only its TopologyAssignment holds capacity, as right after any admission).
     ``warning``: a text one of tasgate's warnings must contain (the row's design: "fits by borrowing").
@@ -127,6 +129,7 @@ class Row:
     counts: Mapping[str, int] | None = None
     flavors: Mapping[str, str] | None = None
     offset_at: tuple[str, ...] = ()
+    group_at: tuple[tuple[str, ...], ...] = ()
     before: dict[str, Any] | None = None
     warning: str = ""
     pending: bool = False
@@ -222,6 +225,20 @@ ROWS: dict[str, Row] = {
     "lws-leader-size-4": fits(
         leader_worker_set("lws-leader-size-4", 4, RACK_REQUIRED),
         offset_at=("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+    # --- issue 37.6: the default policy places a leader with its workers ---
+    # Kueue's webhook writes pod-index-offset on the workers (no group yet); tasgate's group name
+    # replaces it, and Kueue places leader and workers together, where tasgate predicted.
+    "lws-unannotated-leader-with-workers": fits(
+        leader_worker_set("lws-unannotated-leader-with-workers", 4, {}),
+        group_at=(
+            ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+            ("spec", "leaderWorkerTemplate", "workerTemplate"),
+        ),
+    ),
+    # A Master and Workers each requiring a rack are placed on their own: told, and Kueue agrees.
+    "pytorchjob-master-worker-apart": fits(
+        pytorch_job("pytorchjob-master-worker-apart", 4, RACK_REQUIRED), warning="placed apart"
     ),
     "jobset-leader-workers-group": fits(
         jobset(
@@ -464,6 +481,9 @@ def allowed_case(
     if row.offset_at:
         stored = json.loads(result.stdout)
         assert annotations_at(stored, row.offset_at).get(POD_INDEX_OFFSET) == "1", stored
+    for path in row.group_at:
+        notes = annotations_at(json.loads(result.stdout), path)
+        assert notes.get(GROUP_NAME) == "tasgate-leader-workers" and POD_INDEX_OFFSET not in notes, notes
     obj = row.obj
     if row.warning:
         assert any(row.warning in w for w in verdict.get("warnings") or ()), describe(verdict)

@@ -148,8 +148,8 @@ KINDS = [
         "vllm-serving",
         "fits",
         [("leader", 1), ("worker", 3)],
-        # Kueue's webhook offsets the LWS workers (no group): leader and workers stand alone.
-        [("required", RACK, None, True)] * 2,
+        # The default policy groups leader and workers (in place of Kueue's worker offset).
+        [("required", RACK, "tasgate-leader-workers", True)] * 2,
         min_member=None,
         warnings=("no gang labels added: its 2 replica groups are separate gangs",),
     ),
@@ -159,8 +159,8 @@ KINDS = [
         "vllm-serving",
         "fits",
         [("leader", 1), ("worker", 3)],
-        # Kueue's webhook offsets the LWS workers (no group): leader and workers stand alone.
-        [("required", RACK, None, True)] * 2,
+        # The default policy groups leader and workers (in place of Kueue's worker offset).
+        [("required", RACK, "tasgate-leader-workers", True)] * 2,
         min_member=4,
     ),
     Kind(

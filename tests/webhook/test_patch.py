@@ -26,7 +26,7 @@ from tests.webhook.conftest import (
     rule,
     template_meta,
 )
-from webhook.decide.patch import Entry, build_patch, escape, pointer
+from webhook.decide.patch import Entry, Removal, apply_entries, build_patch, escape, pointer
 from webhook.decide.policy import Policy
 from webhook.decide.verdicts import Decision
 from webhook.state.cluster import ClusterState
@@ -251,3 +251,18 @@ def test_group_annotation_written_once_per_template(
     specs = patched["spec"]["pytorchReplicaSpecs"]
     for name in ("Master", "Worker"):
         assert specs[name]["template"]["metadata"]["annotations"] == {REQUIRED: RACK, GROUP: LEADER_WORKERS}
+
+
+def test_a_removal_is_an_op_only_while_the_key_is_there() -> None:
+    """Kueue's pod-index-offset goes where tasgate adds a group name (decide.inject)."""
+    path = ("spec", "template", "metadata", "annotations")
+    obj = {"spec": {"template": {"metadata": {"annotations": {"kueue.x-k8s.io/pod-index-offset": "1"}}}}}
+    entries = [Entry(path, "g", "x"), Removal(path, "kueue.x-k8s.io/pod-index-offset")]
+    ops = build_patch(obj, entries)
+    assert ops == [
+        {"op": "remove", "path": "/spec/template/metadata/annotations/kueue.x-k8s.io~1pod-index-offset"},
+        {"op": "add", "path": "/spec/template/metadata/annotations/g", "value": "x"},
+    ]
+    stored = apply_entries(obj, ops)
+    assert stored["spec"]["template"]["metadata"]["annotations"] == {"g": "x"}
+    assert build_patch(stored, entries) == []  # reinvoked: nothing left to do

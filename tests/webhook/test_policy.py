@@ -42,9 +42,11 @@ from webhook.decide.policy import (
     PolicyError,
     Subject,
 )
+from webhook.decide.patch import apply_entries
 from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
+from webhook.model.annotations import POD_INDEX_OFFSET
 from webhook.state.cluster import ClusterState, build_state
 
 # --- loading -------------------------------------------------------------------------------------
@@ -434,13 +436,41 @@ def test_leader_and_workers_are_grouped(sample_state: ClusterState, default_poli
     assert [(v.name, v.request.group) for v in d.pod_sets] == [("master", None), ("worker", None)]
 
 
-def test_no_group_where_kueue_offsets_the_workers(sample_state: ClusterState, default_policy: Policy) -> None:
-    """Kueue's webhook (it runs first) writes pod-index-offset on a queued LWS's workers."""
-    d = judge(manifest("lws-unannotated.yaml"), sample_state, default_policy)
+def test_the_group_replaces_the_offset_kueues_webhook_wrote(
+    sample_state: ClusterState, default_policy: Policy
+) -> None:
+    """Kueue's webhook (it runs first) writes pod-index-offset on a queued LWS's workers only while
+    no group name is set; the default policy groups leader and workers (issue 37.6), so the offset
+    goes, or Kueue's ungater would offset the workers twice."""
+    obj = manifest("lws-unannotated.yaml")
+    worker = obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    worker.setdefault("metadata", {})["annotations"] = {POD_INDEX_OFFSET: "1"}
+    d = judge(obj, sample_state, default_policy)
     assert [(v.name, v.request.group, v.injected) for v in d.pod_sets] == [
-        ("leader", None, True),
-        ("worker", None, True),
+        ("leader", LEADER_WORKERS, True),
+        ("worker", LEADER_WORKERS, True),
     ]
+    offset = "/spec/leaderWorkerTemplate/workerTemplate/metadata/annotations/kueue.x-k8s.io~1pod-index-offset"
+    assert {"op": "remove", "path": offset} in d.patch
+    stored = apply_entries(obj, d.patch)
+    assert (
+        POD_INDEX_OFFSET
+        not in stored["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"]
+    )
+    assert not judge(stored, sample_state, default_policy).patch  # reinvoked: nothing more to do
+
+
+def test_the_default_policy_places_an_lws_leader_with_its_workers(
+    sample_state: ClusterState, default_policy: Policy
+) -> None:
+    """Issue 37.6: before, the leader was predicted in block b2 and its workers in b1."""
+    d = judge(manifest("lws-unannotated.yaml"), sample_state, default_policy)
+    leader, worker = d.pod_sets
+    assert leader.now is not None and worker.now is not None
+    assert leader.now.assignment is not None and worker.now.assignment is not None
+    block_of = {n.name: n.labels[BLOCK] for n in sample_state.nodes}
+    blocks = {block_of[d.values[-1]] for p in (leader, worker) for d in p.now.assignment.domains}
+    assert len(blocks) == 1, blocks
 
 
 def test_group_is_placed_together_so_it_can_need_a_looser_level(sample_state: ClusterState) -> None:

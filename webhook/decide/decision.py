@@ -8,20 +8,19 @@ injections and score every flavor (``scoring``), decide.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
 from webhook.decide.delayed import delayed_reason, today_figure
 from webhook.decide.depends import left_out
-from webhook.decide.gates import kueue_offsets, kueues_to_manage, opted_out
+from webhook.decide.gates import kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
 from webhook.decide.native import decide_native
 from webhook.decide.native_create import create_native
 from webhook.decide.native_subject import native_subject
 from webhook.decide.never import never_message, partial_warnings
-from webhook.decide.patch import Entry, build_patch
+from webhook.decide.patch import Entry, Removal, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.preemption import victims_warning
 from webhook.decide.preemption_verdict import after_preemption
@@ -29,6 +28,7 @@ from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
 from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.slices import partial_slices
+from webhook.decide.together import split_warning
 from webhook.decide.topology import Resolution, Target, resolve, with_levels
 from webhook.decide.unjudged import unjudged
 from webhook.decide.verdicts import (
@@ -156,8 +156,6 @@ def _judge(
     opted = opted_out(review.obj) or opt_out_near_miss(review.obj, wl.pod_sets)
     mutable = wl.runtime is None and not opted
     wanted = rule.inject if rule and mutable and resolution.tas_only else None
-    if wanted is not None and kueue_offsets(view):
-        wanted = replace(wanted, group_leader_workers=False)
     scored, flavors = score_flavors(view.pod_sets, wanted, targets, judged)
     topology = scored.target.topology.name
     gang_rule = rule if mutable else None
@@ -178,6 +176,9 @@ def _judge(
                 decision = revised(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
     if quota.today and decision.allowed:
         decision = revised(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
+    apart = split_warning(view.pod_sets, decision.pod_sets, scored.target.topology.levels, state)
+    if apart and decision.allowed:
+        decision = revised(decision, warnings=(*decision.warnings, apart))
     return decision
 
 
@@ -240,8 +241,8 @@ def _verdict(
         )
     backend = gang.backend_for(rule.gang if rule else None, view, state_unserved, warnings)
     name = gang.group_name(review.obj, review.uid)
-    entries: list[Entry] = list(scored.plan.entries) + gang.gang_entries(view, backend, name)
-    groups = gang.pod_groups(view, backend, base.namespace, entries)
+    entries: list[Entry | Removal] = [*scored.plan.entries, *gang.gang_entries(view, backend, name)]
+    groups = gang.pod_groups(view, backend, base.namespace, [e for e in entries if isinstance(e, Entry)])
     reason = Reason.FITS if all_fit_now(scored.verdicts) else Reason.WAITS
     if target.delay is not None:
         reason = delayed_reason(target.delay)

@@ -12,7 +12,6 @@ from typing import Any
 from webhook.decide.policy import Policy
 from webhook.decide.verdicts import Review
 from webhook.model import annotations as ann
-from webhook.model.podset import WorkloadView
 from webhook.model.workloads import suspended
 
 
@@ -34,10 +33,3 @@ def opted_out(obj: Mapping[str, Any]) -> bool:
     meta = obj.get("metadata")
     notes = meta.get("annotations") if isinstance(meta, Mapping) else None
     return isinstance(notes, Mapping) and str(notes.get(ann.INJECT_OPT_OUT, "")).lower() == "false"
-
-
-def kueue_offsets(view: WorkloadView) -> bool:
-    """Kueue's webhook (which runs first) writes, or wrote, pod-index-offset: no group then."""
-    return view.workload.kueue_offsets_workers or any(
-        ann.POD_INDEX_OFFSET in p.annotations for p in view.pod_sets
-    )

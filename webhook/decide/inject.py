@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scorer.model import Mode, PodSetRequest, TopologyRequest
 from webhook.decide import messages
-from webhook.decide.patch import Entry
+from webhook.decide.patch import Entry, Removal
 from webhook.decide.policy import TIGHTEST, Inject
 from webhook.decide.topology import Target
 from webhook.model import annotations as ann
@@ -28,7 +28,7 @@ GROUP_NAME = "tasgate-leader-workers"
 class Plan:
     requests: tuple[TopologyRequest, ...]  # the effective request of each PodSet
     injected: tuple[bool, ...]
-    entries: tuple[Entry, ...]
+    entries: tuple[Entry | Removal, ...]
     problems: tuple[str, ...] = ()
 
 
@@ -49,13 +49,16 @@ def plan(pod_sets: Sequence[PodSetView], inject: Inject | None, target: Target |
     mode = Mode.REQUIRED if inject.mode == "required" else Mode.PREFERRED
     key = ann.REQUIRED_TOPOLOGY if mode is Mode.REQUIRED else ann.PREFERRED_TOPOLOGY
     requests = list(_implied(written))
-    entries: list[Entry] = []
+    entries: list[Entry | Removal] = []
     for i in bare:
         requests[i] = TopologyRequest(mode, level, group=group)
         path = (*pod_sets[i].pod_set.template_path, "metadata", "annotations")
         entries.append(Entry(path, key, level))
         if group:
-            entries.append(Entry(path, ann.GROUP_NAME, group))
+            # Kueue's webhook (it runs first) wrote pod-index-offset because no group was set;
+            # with the group its ungater offsets the workers itself, so the offset would count
+            # twice (``topology_ungater.go``): it goes, as if the user had written the group.
+            entries += [Entry(path, ann.GROUP_NAME, group), Removal(path, ann.POD_INDEX_OFFSET)]
     injected = tuple(i in bare for i in range(len(written)))
     return Plan(tuple(requests), injected, tuple(entries), problems)
 
@@ -85,8 +88,7 @@ def _implied(requests: Sequence[TopologyRequest]) -> tuple[TopologyRequest, ...]
 
 
 def _leader_workers(pod_sets: Sequence[PodSetView], bare: Sequence[int]) -> bool:
-    """A leader (count 1) and its workers, both unannotated, to be placed as one group (the
-    decision turns grouping off where Kueue's webhook sets ``pod-index-offset`` instead)."""
+    """A leader (count 1) and its workers, both unannotated, to be placed as one group."""
     return len(pod_sets) == 2 and len(bare) == 2 and min(p.count for p in pod_sets) == 1
 
 

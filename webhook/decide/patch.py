@@ -3,7 +3,9 @@
 Every mutation tasgate makes is "this key must exist in that map": a label or an annotation on
 a template's metadata, or (the native backend) ``schedulingGroup`` on a template's pod spec.
 Entries already present are left alone, so running the decision on its own output yields
-no patch (mutating webhooks may be reinvoked).
+no patch (mutating webhooks may be reinvoked). One key is ever removed (``Removal``): Kueue's
+``pod-index-offset``, which its webhook writes only while no group name is set and which a
+group name tasgate adds would otherwise count twice (`decide.inject`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ class MapEntry:
     value: Mapping[str, str]
 
 
+@dataclass(frozen=True)
+class Removal:
+    """``key`` must not exist in the map at ``map_path`` (removed when it does)."""
+
+    map_path: Path
+    key: str
+
+
 def escape(token: str | int) -> str:
     """RFC 6901: '~' becomes '~0' and '/' becomes '~1' (in that order)."""
     return str(token).replace("~", "~0").replace("/", "~1")
@@ -46,12 +56,20 @@ def pointer(path: Iterable[str | int]) -> str:
     return "".join("/" + escape(p) for p in path)
 
 
-def build_patch(obj: Mapping[str, Any], entries: Iterable[Entry | MapEntry]) -> list[dict[str, Any]]:
-    """The smallest add-only patch that makes every entry true of ``obj``."""
+def build_patch(
+    obj: Mapping[str, Any], entries: Iterable[Entry | MapEntry | Removal]
+) -> list[dict[str, Any]]:
+    """The smallest patch that makes every entry true of ``obj``: adds, and the removals of keys
+    present (first, so an add below never lands in a map a removal then changes)."""
     wanted: dict[Path, dict[str, Value]] = {}
-    for e in entries:
-        wanted.setdefault(e.map_path, {}).setdefault(e.key, e.value)
     ops: list[dict[str, Any]] = []
+    for e in entries:
+        if isinstance(e, Removal):
+            held = _child(_node_at(obj, e.map_path), e.key)
+            if held is not None:
+                ops.append({"op": "remove", "path": pointer((*e.map_path, e.key))})
+        else:
+            wanted.setdefault(e.map_path, {}).setdefault(e.key, e.value)
     doc: Any = obj
     for map_path, values in wanted.items():
         for where, raw in _adds_for_map(doc, map_path, values):
@@ -99,6 +117,13 @@ def _with_added(node: Any, path: Path, value: Any) -> Any:
     return copied
 
 
+def _node_at(obj: Any, path: Path) -> Any:
+    node = obj
+    for part in path:
+        node = _child(node, part)
+    return node
+
+
 def _child(node: Any, part: str | int) -> Any:
     if isinstance(part, int):
         return node[part] if isinstance(node, list) and 0 <= part < len(node) else None
@@ -109,7 +134,9 @@ def _child(node: Any, part: str | int) -> Any:
 
 def added_keys(op: Mapping[str, Any]) -> list[str]:
     """The keys an "add" op writes: a label's or annotation's, however deep the map it creates,
-    else the field it adds (``schedulingGroup``, ``schedulingConstraints``)."""
+    else the field it adds (``schedulingGroup``, ``schedulingConstraints``); none for a removal."""
+    if op.get("op") != "add":
+        return []
     tokens = [_unescape(t) for t in str(op["path"]).split("/")[1:]]
     value = op.get("value")
     while isinstance(value, Mapping) and len(value) == 1 and isinstance(next(iter(value.values())), Mapping):
@@ -121,16 +148,18 @@ def added_keys(op: Mapping[str, Any]) -> list[str]:
 
 
 def apply_entries(obj: Mapping[str, Any], ops: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """``obj`` with the "add" ops of ``build_patch`` applied: what the API server would store."""
+    """``obj`` with the ops of ``build_patch`` applied: what the API server would store."""
     out: dict[str, Any] = copy.deepcopy(dict(obj))
     for op in ops:
-        if op.get("op") != "add":
-            raise ValueError(f"not an add op: {op!r}")
+        if op.get("op") not in ("add", "remove"):
+            raise ValueError(f"not an add or remove op: {op!r}")
         *parents, last = [_unescape(t) for t in str(op["path"]).split("/")[1:]]
         node: Any = out
         for token in parents:
             node = node[int(token)] if isinstance(node, list) else node[token]
-        if isinstance(node, list):
+        if op["op"] == "remove":
+            del node[int(last) if isinstance(node, list) else last]
+        elif isinstance(node, list):
             node.insert(int(last), copy.deepcopy(op["value"]))
         else:
             node[last] = copy.deepcopy(op["value"])

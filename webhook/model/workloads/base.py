@@ -71,9 +71,6 @@ class WorkloadPodSets:
     unresolved: str | None = None
     runtime: RuntimeKey | None = None
     min_parallelism: str | None = None  # a Job's job-min-parallelism annotation, as written
-    # Kueue's own webhook writes pod-index-offset on the worker template when no group name is
-    # set (an LWS with a leader, an MPIJob with runLauncherAsWorker): no group may be added then.
-    kueue_offsets_workers: bool = False
 
     @property
     def total_pods(self) -> int:

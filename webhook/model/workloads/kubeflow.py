@@ -59,14 +59,7 @@ def replica_job(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
     pod_sets = [
         _replica_pod_set(obj, (*specs_path, Key(t))) for t in layout.types if specs.get(t) is not None
     ]
-    offsets = (
-        obj.get("kind") == "MPIJob"
-        and lookup(obj, ("spec", "runLauncherAsWorker"), required=False) is True
-        and {"launcher", "worker"} <= {p.name for p in pod_sets}
-    )
-    return workload(
-        obj, ctx, pod_sets, operator_gang=operator_gang(obj, pod_sets), kueue_offsets_workers=offsets
-    )
+    return workload(obj, ctx, pod_sets, operator_gang=operator_gang(obj, pod_sets))
 
 
 def _replica_pod_set(obj: Mapping[str, Any], replica_path: Path) -> PodSetTemplate:

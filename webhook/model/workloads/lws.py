@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.model.annotations import QUEUE_LABEL
 from webhook.model.paths import Path, field_path
 from webhook.model.workloads.base import (
     Context,
@@ -19,7 +18,6 @@ from webhook.model.workloads.base import (
     lookup,
     mapping_at,
     pod_set,
-    string_map,
     workload,
 )
 from webhook.wire.errors import InvalidObject
@@ -40,5 +38,4 @@ def leader_worker_set(obj: Mapping[str, Any], ctx: Context) -> WorkloadPodSets:
     else:
         leader = pod_set("leader", 1, obj, (*TEMPLATE, "leaderTemplate"))
         pod_sets = [leader, pod_set("worker", max(size - 1, 0), obj, worker_path)]
-    offsets = len(pod_sets) == 2 and QUEUE_LABEL in string_map(obj, "labels")
-    return workload(obj, ctx, pod_sets, groups=groups, kueue_offsets_workers=offsets)
+    return workload(obj, ctx, pod_sets, groups=groups)
