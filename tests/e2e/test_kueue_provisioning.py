@@ -10,8 +10,9 @@ it adds a block of 16 Ready nodes and sets the ProvisioningRequest's ``Provision
   then admits the Job on the new block, where tasgate's placement on the cluster as it then is
   puts every pod, host for host;
 - **elsewhere**: the same check limited by ``onFlavors`` to another flavor leaves the TAS flavor
-  judged on today's nodes: tasgate denies, and Kueue, given the same Job where tasgate's webhooks
-  do not reach, keeps it pending with its own "allows to fit only 6 out of 10" and asks for nothing.
+  judged on today's nodes: tasgate denies a gang no block holds, and Kueue, given the same Job
+  where tasgate's webhooks do not reach, keeps it pending with its own TAS message and asks for
+  nothing.
 
 Missing binaries FAIL, never skip.
 """
@@ -115,7 +116,8 @@ def test_a_gang_no_block_holds_today_is_admitted_and_placed_on_the_provisioned_b
 
 
 def test_a_check_on_another_flavor_leaves_the_tas_flavor_judged_on_todays_nodes(world: Fidelity) -> None:
-    obj = job("elsewhere-big-block", 10, {REQUIRED: BLOCK}, queue=ELSEWHERE_QUEUE)
+    # 17 pods: more than any block holds, the provisioned one (16 hosts) included.
+    obj = job("elsewhere-big-block", 17, {REQUIRED: BLOCK}, queue=ELSEWHERE_QUEUE)
     verdict = world.check(obj)
     assert (verdict["allowed"], verdict["reason"]) == (False, "never-fits"), describe(verdict)
     world.sync_live(obj, verdict)
@@ -125,5 +127,5 @@ def test_a_check_on_another_flavor_leaves_the_tas_flavor_judged_on_todays_nodes(
     bypass = in_namespace(obj, BYPASS_NS)
     assert world.apply(bypass).returncode == 0
     outcomes = world.stays_pending(bypass)
-    assert all("allows to fit only 6 out of 10 pod(s)" in o.message for o in outcomes), outcomes
+    assert all("out of 17 pod(s)" in o.message for o in outcomes), outcomes
     assert provisioning_requests(world.cp, BYPASS_NS) == []
