@@ -26,10 +26,13 @@ class Publisher(Freshness):
         self.changed_while_publishing: float | None = None
 
     def _changed(self) -> None:
+        """A change the published state lacks. One made while a publish is under way may miss
+        it, so it is remembered apart too, also when nothing was pending as that publish began:
+        `publish_once` leaves exactly that pending."""
         now = time.monotonic()
         if self.pending_since is None:
             self.pending_since = now
-        elif self.publishing and self.changed_while_publishing is None:
+        if self.publishing and self.changed_while_publishing is None:
             self.changed_while_publishing = now
         self.dirty.set()
 

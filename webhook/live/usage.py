@@ -11,7 +11,8 @@ A pod event moves one node's usage and, through a `FreeLedger` per prepared snap
 capacity of that node's leaf; a Workload event moves its assigned leaves in the snapshots that
 see them (`Scope`): O(resources × snapshots) per node or domain, never O(cluster). A node-set
 change rebuilds the snapshots off the event loop from a copy of the usage; the events that
-arrive meanwhile are journaled and replayed onto the new ledgers, so none is lost.
+arrive meanwhile are journaled and replayed onto the new ledgers, and whatever changed meanwhile
+(quota charges too, which no ledger holds) is published on the new state, so none is lost.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class UsageBook:
         self.totals = UsageShards()  # node -> summed requests; values never mutated
         self.ledgers: dict[SnapshotKey, FreeLedger] = {}
         self.scopes: dict[SnapshotKey, Scope] = {}
-        self.changed = False  # since the last publish
+        self.changed = False  # since the last publish, or since a rebuild took its copy
+        self._unpublished = False  # `changed` as that rebuild took its copy
         self._journal: list[Change] | None = None
         self._shapes: dict[Shape, Shape] = {}
         self._assigned: Assigned | None = ()  # every Workload's usage, flattened (None: stale)
@@ -135,20 +137,28 @@ class UsageBook:
         return self._assigned
 
     def begin_rebuild(self) -> tuple[NodeUsage, Assigned]:
-        """Usage for a rebuild off the loop; events from now on are journaled."""
-        self._journal = []
+        """Usage for a rebuild off the loop; events from now on are journaled. The state it
+        makes holds every change so far, so ``changed`` now counts only what comes meanwhile
+        (a quota charge too, which no ledger journals): that is published on the new state."""
+        self._journal, self._unpublished, self.changed = [], self.changed, False
         return self.totals.publish(), self.assigned
 
     def abort_rebuild(self) -> None:
-        """The rebuild failed: the ledgers kept every event; stop journaling."""
-        self._journal = None
+        """The rebuild failed: the ledgers kept every event; stop journaling. What the rebuild
+        took and the published state lacks is still to publish."""
+        self._journal, self.changed = None, self.changed or self._unpublished
 
     def finish_rebuild(self, state: ClusterState, frees: Mapping[SnapshotKey, array[int]] = {}) -> None:
         """Keep ledgers of ``state``'s snapshots and replay the journal onto them. ``frees``:
         private copies of snapshots' free capacity made off the loop (`private_frees`), taken
         over by their ledgers; at 50,000 nodes one copy held the loop 1-9 ms (page faults of a
-        fresh 2 MB array). A snapshot without one is copied here."""
-        journal, self._journal = self._journal or [], None
+        fresh 2 MB array). A snapshot without one is copied here.
+
+        No ledger is kept when the usage was replaced meanwhile (a relist: `_recount` dropped the
+        journal): ``state`` predates it, and the relist has its own rebuild coming."""
+        journal, self._journal = self._journal, None
+        if journal is None:
+            return
         snapshots = state.snapshots()
         heap.release(self.ledgers)  # their arrays freed off the loop too
         self.ledgers = {key: FreeLedger(cluster, frees.get(key)) for key, cluster in snapshots.items()}
@@ -158,7 +168,6 @@ class UsageBook:
                 self._to_ledgers(where, shape, sign)
             else:
                 self._to_ledgers_assigned(where, sign)
-        self.changed = bool(journal)
 
     def publish(
         self, state: ClusterState, generation: int, rejected: tuple[Rejected, ...] | None = None
