@@ -171,3 +171,11 @@ def test_check_rules_read_v1beta2_strategy_and_v1beta1_list() -> None:
     assert parse_check_rules("cq", spec) == (CheckRule("a", ("f",)), CheckRule("b"))
     assert parse_check_rules("cq", {"admissionChecks": ["x"]}) == (CheckRule("x"),)
     assert parse_check_rules("cq", {}) == ()
+
+
+def test_a_gang_using_no_managed_resource_is_judged_on_todays_nodes() -> None:
+    """managedResources [nvidia.com/gpu] and a CPU-only gang: Kueue's check turns Ready with "no
+    ProvisioningRequest needed", and the gang is placed on today's nodes: never fits is denied."""
+    cpu_gang = gang(10, gpus=0)
+    cpu_gang["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "60"}}
+    assert judge(cpu_gang, provisioned_world(), NONE).reason == "never-fits"

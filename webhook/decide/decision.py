@@ -12,7 +12,7 @@ from typing import Any
 
 from webhook.decide import gang, messages
 from webhook.decide.changes import placement_changed
-from webhook.decide.delayed import delayed_reason, today_figure
+from webhook.decide.delayed import delayed_reason, effective_delays, today_figure
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueues_to_manage, opted_out
 from webhook.decide.mustwait import must_wait
@@ -139,6 +139,7 @@ def _judge(
     if not any(judged):
         return _no_tas(base, f'no PodSet asks for TAS in mixed ClusterQueue "{resolution.cluster_queue}"')
     targets = with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
+    targets = effective_delays(targets, view.pod_sets)
     errors = validate_workload(view, targets[0].topology.levels, state.level_has_nodes)
     if errors:
         return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
