@@ -179,3 +179,19 @@ def test_a_gang_using_no_managed_resource_is_judged_on_todays_nodes() -> None:
     cpu_gang = gang(10, gpus=0)
     cpu_gang["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "60"}}
     assert judge(cpu_gang, provisioned_world(), NONE).reason == "never-fits"
+
+
+def test_a_pool_scaled_to_zero_is_no_denial() -> None:
+    """No node carries the Topology's levels today (an autoscaled pool at zero, a MultiKueue
+    manager without GPU nodes): the level is known to the Topology, the nodes come later."""
+    cq = queue_with([{"name": "prov"}])
+    checks = [check("prov", PROVISIONING_CONTROLLER, "gpu-config"), prov_config("gpu-config")]
+    d = judge(gang(10), state(TWO, cq, local_queue("q", "cq"), *checks), NONE)
+    assert (d.allowed, d.reason) == (True, "provisioning"), d.message
+    multi = queue_with([{"name": "mk"}])
+    d = judge(gang(10), state(TWO, multi, local_queue("q", "cq"), check("mk", MULTIKUEUE_CONTROLLER)), NONE)
+    assert (d.allowed, d.reason) == (True, "multikueue"), d.message
+    assert (
+        judge(gang(2, level="zone"), state(TWO, cq, local_queue("q", "cq"), *checks), NONE).reason
+        == "invalid"
+    )

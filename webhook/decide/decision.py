@@ -140,7 +140,9 @@ def _judge(
         return _no_tas(base, f'no PodSet asks for TAS in mixed ClusterQueue "{resolution.cluster_queue}"')
     targets = with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
     targets = effective_delays(targets, view.pod_sets)
-    errors = validate_workload(view, targets[0].topology.levels, state.level_has_nodes)
+    # Nodes a check provisions (or a worker cluster's) carry the levels today's nodes may lack.
+    has_nodes = None if any(t.delay for t in targets) else state.level_has_nodes
+    errors = validate_workload(view, targets[0].topology.levels, has_nodes)
     if errors:
         return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
     quota = _quota(view, resolution, state)
