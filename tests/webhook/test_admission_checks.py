@@ -5,6 +5,7 @@ keep today's judgement; what no new node changes is still denied."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tests.webhook.conftest import GPU, policy
@@ -195,3 +196,36 @@ def test_a_pool_scaled_to_zero_is_no_denial() -> None:
         judge(gang(2, level="zone"), state(TWO, cq, local_queue("q", "cq"), *checks), NONE).reason
         == "invalid"
     )
+
+
+def worker(hosts: int, prefix: str) -> ClusterState:
+    """A MultiKueue worker: its own Kueue objects (no check) and one rack of ``hosts`` nodes."""
+    queue = cluster_queue("cq", [("first", resources(512))])
+    return state(TWO, rack("a", hosts=hosts, prefix=prefix), queue, local_queue("q", "cq"))
+
+
+def manager(**workers: ClusterState) -> ClusterState:
+    found = state(
+        TWO, queue_with([{"name": "mk"}]), local_queue("q", "cq"), check("mk", MULTIKUEUE_CONTROLLER)
+    )
+    return replace(found, workers=workers)
+
+
+def test_a_multikueue_gang_is_judged_on_each_worker_and_told_which_hold_it() -> None:
+    d = judge(gang(10), manager(small=worker(4, "s"), big=worker(16, "b")), NONE)
+    assert (d.allowed, d.reason) == (True, "multikueue")
+    (note,) = [w for w in d.warnings if w.startswith("MultiKueue")]
+    assert "worker clusters that hold it now: big" in note and "small: refused (never-fits)" in note
+
+
+def test_a_multikueue_gang_no_worker_can_ever_hold_is_denied_naming_each_worker() -> None:
+    d = judge(gang(10), manager(one=worker(4, "o"), two=worker(6, "t")), NONE)
+    assert (d.allowed, d.reason) == (False, "never-fits")
+    assert d.message.startswith("no MultiKueue worker cluster can ever run it. one: PodSet")
+    assert "two: PodSet" in d.message
+
+
+def test_a_worker_tasgate_cannot_judge_never_adds_to_a_denial() -> None:
+    unknown = state(TWO, rack("a", prefix="u"))  # no queue there: not checked
+    d = judge(gang(10), manager(small=worker(4, "s"), unknown=unknown), NONE)
+    assert d.allowed and d.reason == "multikueue"

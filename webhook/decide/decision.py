@@ -8,6 +8,7 @@ injections and score every flavor (``scoring``), decide.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from webhook.decide import gang, messages
@@ -15,12 +16,13 @@ from webhook.decide.changes import placement_changed
 from webhook.decide.delayed import delayed_reason, effective_delays, today_figure
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueues_to_manage, opted_out
+from webhook.decide.multikueue import on_workers
 from webhook.decide.mustwait import must_wait
 from webhook.decide.native import decide_native
 from webhook.decide.native_create import create_native
 from webhook.decide.native_subject import native_subject
 from webhook.decide.never import never_message, partial_warnings
-from webhook.decide.patch import Entry, Removal, build_patch
+from webhook.decide.patch import Entry, Removal, apply_entries, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.preemption import victims_warning
 from webhook.decide.preemption_verdict import after_preemption
@@ -50,6 +52,16 @@ from webhook.wire.errors import FieldError, InvalidObject
 
 
 def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
+    decision = _decide(review, state, policy)
+    if decision.reason is Reason.MULTIKUEUE and decision.allowed and state.workers:
+        # Judged where Kueue dispatches it, as the manager leaves it (`decide.multikueue`).
+        dispatched = replace(review, obj=apply_entries(review.obj, decision.patch))
+        judged = {name: _decide(dispatched, worker, policy) for name, worker in state.workers.items()}
+        return on_workers(decision, judged)
+    return decision
+
+
+def _decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     obj = review.obj
     raw_meta = obj.get("metadata")
     meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}

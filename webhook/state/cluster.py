@@ -70,6 +70,8 @@ class ClusterState:
     rejected: tuple[Rejected, ...] = ()
     # Native gang objects (scheduling.k8s.io/v1alpha2) and the Jobs they stand for (`state.native`).
     native: NativeIndex = field(default_factory=NativeIndex)
+    # MultiKueue worker clusters by name, each its own state (`decide.multikueue`); empty: unknown.
+    workers: Mapping[str, ClusterState] = field(default_factory=dict)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     # Set by `without_workload`: the state its snapshots are derived from and the usage removed.
