@@ -437,6 +437,7 @@ def test_fits_is_allowed_without_warnings(sample_state: ClusterState, none_polic
         "fits-now": "true",
         "fits-when-empty": "true",
         "injected": "false",
+        "kueue-release": "unknown",  # no Kueue Deployment in the sample cluster
     }
 
 

@@ -142,6 +142,7 @@ def through_both_webhooks(obj: Mapping[str, Any], cluster: ClusterState) -> tupl
     final = apply_patch(obj, mutated.decision)
     validated = review(final, False, cluster)
     assert validated.allowed, validated.message
+    assert validated.reason is not Reason.MUTATION_MISSING, validated.warnings  # the mutation is there
     return mutated, final
 
 
@@ -167,15 +168,19 @@ def without(obj: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["lws", "mpijob"])
-def test_kueues_offset_passes_both_webhooks_and_no_group_is_injected(name: str) -> None:
+def test_kueues_offset_gives_way_to_the_group_and_both_webhooks_pass(name: str) -> None:
     """Kueue wrote pod-index-offset on the worker template because no group was set; tasgate's
-    policy, which groups an unannotated leader+workers, must not add a group name on top."""
+    policy groups an unannotated leader+workers, so its group name replaces the offset (with both,
+    Kueue's ungater would offset the workers twice), and /validate accepts the result."""
     cluster = state(gpu_nodes(), queues())
     obj = without(stored(name), REQUIRED)
     mutated, final = through_both_webhooks(obj, cluster)
-    assert mutated.decision is not None and mutated.decision.patch, "the policy still injects a level"
-    assert not any(GROUP in op["path"].replace("~1", "/") for op in mutated.decision.patch)
-    assert OFFSET in orjson.dumps(final).decode()
+    assert mutated.decision is not None and mutated.decision.patch, "the policy injects a level"
+    ops = [(op["op"], op["path"].replace("~1", "/")) for op in mutated.decision.patch]
+    assert sum(op == "add" and path.endswith(GROUP) for op, path in ops) == 2, ops
+    assert any(op == "remove" and path.endswith(OFFSET) for op, path in ops), ops
+    text = orjson.dumps(final).decode()
+    assert OFFSET not in text and GROUP in text
 
 
 @pytest.mark.parametrize("name", ["lws", "mpijob"])

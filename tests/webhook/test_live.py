@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
-from webhook.live.watch import kinds
 from webhook.state.cluster import ClusterState
 
 NAMES = [k.name for k in kinds()]
@@ -86,6 +86,8 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
     mirror.replace("limitranges", [])
     mirror.replace("runtimeclasses", [])
     mirror.replace("priorityclasses", [])
+    mirror.replace("deployments", [])  # Kueue's controller, by label: the release judged for
+    mirror.replace("configmaps", [])  # its Configuration (feature gates)
     assert not mirror.ready
     mirror.replace("localqueues", [])
     assert mirror.ready and mirror.freshness() is not None

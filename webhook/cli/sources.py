@@ -1,6 +1,6 @@
 """Where `tasgate check`, `map`, `test` and `status` take cluster state from: files, or a live cluster.
 
-``--kubeconfig`` lists, once, exactly what live mode watches (``live.watch.kinds``), so the
+``--kubeconfig`` lists, once, exactly what live mode watches (``live.kinds.kinds``), so the
 offline verdict and the webhook's are made on the same kinds of objects. Which kubeconfig files
 and context are read is ``files.kubeconfig``'s (kubectl's rules).
 
@@ -15,27 +15,26 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from webhook.cli.dump import command
 from webhook.files.kubeconfig import locate
 from webhook.files.loader import LoadError
 from webhook.files.sources import cluster_state, warn_rejected
 from webhook.live.api import checked
+from webhook.live.kinds import Kind, kinds
 from webhook.live.native import API_KINDS, slim_job, slim_pod
 from webhook.live.native_kinds import native_kinds
-from webhook.live.watch import Kind, kinds
 from webhook.model.workloads.native import NATIVE_API
 from webhook.state.cluster import ClusterState, build_state
 
-KUEUE_DUMP = (
-    "kubectl get topologies,resourceflavors,clusterqueues,localqueues,cohorts,workloads,"
-    "workloadpriorityclasses -A -o yaml"
-)
-NODE_DUMP = "kubectl get nodes,pods,namespaces,limitranges,priorityclasses -A -o yaml"
+KUEUE_DUMP = command("kueue")  # the kinds `check --live` reads (``dump``), never typed twice
+NODE_DUMP = command("core")
 
 
 def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str | None) -> ClusterState:
@@ -51,6 +50,19 @@ def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str |
         warn_rejected(state.rejected)
         return state
     return cluster_state(refs)
+
+
+def with_workers(state: ClusterState, workers: Sequence[str]) -> ClusterState:
+    """``state`` with the MultiKueue worker clusters ``NAME=FILE|DIR`` (`decide.multikueue`)."""
+    found: dict[str, ClusterState] = {}
+    for given in workers:
+        name, sep, where = given.partition("=")
+        if not sep or not name or not where:
+            raise LoadError(f"--worker {given!r}: give NAME=FILE|DIR (a dump of that worker cluster)")
+        if name in found:
+            raise LoadError(f"--worker {name!r} is given twice")
+        found[name] = checkable(cluster_state([where]), f"worker {name} ({where})")
+    return replace(state, workers=found) if found else state
 
 
 def source_name(refs: Sequence[str] | None, kubeconfig: str | None, context: str | None) -> str:
@@ -127,8 +139,8 @@ async def list_kinds(
             try:
                 response = await checked(await kind.lister(api)(_preload_content=False, **kind.kwargs))
             except ApiException as exc:
-                if exc.status == 404 and kind.optional:
-                    unserved.append(kind.name)  # a CRD that is not installed
+                if kind.optional and (exc.status == 404 or (exc.status == 403 and kind.forbidden_ok)):
+                    unserved.append(kind.name)  # a CRD that is not installed, or not ours to read
                     continue
                 raise LoadError(f"listing {kind.name}: {exc.status} {exc.reason}") from None
             except OSError as exc:

@@ -28,6 +28,7 @@ from webhook.decide.preemption import victims_warning
 from webhook.decide.preemption_verdict import after_preemption
 from webhook.decide.quota import QuotaVerdict, check_quota
 from webhook.decide.reasons import Reason
+from webhook.decide.release import with_release
 from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.slices import partial_slices
 from webhook.decide.together import split_warning
@@ -194,7 +195,7 @@ def _judge(
     apart = split_warning(view.pod_sets, decision.pod_sets, scored.target.topology.levels, state)
     if apart and decision.allowed:
         decision = revised(decision, warnings=(*decision.warnings, apart))
-    return decision
+    return with_release(decision, state.kueue_release)  # the Kueue judged for; a warning if not proven
 
 
 def _quota(view: WorkloadView, resolution: Resolution, state: ClusterState) -> QuotaVerdict:

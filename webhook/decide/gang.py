@@ -4,6 +4,12 @@ A pod labelled for Coscheduling (or annotated for Volcano) whose PodGroup does n
 schedules, so whenever a workload's templates name a group for the policy's backend, the
 decision lists the PodGroup to create: minMember = every pod of the workload, minResources =
 their summed requests. Workloads whose operator makes PodGroups itself are left alone.
+
+A batch Job Kueue may admit partially (``kueue.x-k8s.io/job-min-parallelism``) runs only the
+pods Kueue admits, and a quorum of every pod would then never be met: its PodGroup carries
+``PARTIAL_MINIMUM`` (Kueue's minimum), and the live writer sizes minMember and minResources to
+the count in the Workload's admission, to that minimum until the admission is known
+(``resized``; ``live.reconcile_admission``). The verdict says so in a warning.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from webhook.decide.policy import Gang
 from webhook.decide.slices import has_leftover_slices
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView
-from webhook.model.quantity import format_quantity
+from webhook.model.quantity import canonical, format_quantity, parse_quantity
 from webhook.model.workloads import PodSetTemplate, WorkloadPodSets
 
 COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 MAX_NAME = 63  # the name is also the Coscheduling label's value, which Kubernetes caps at 63
+# On a PodGroup whose pods Kueue may admit partially: the fewest Kueue admits. Its minMember and
+# minResources follow the admitted count (the full count is what the decision lists).
+PARTIAL_MINIMUM = "tasgate.io/partial-admission-minimum"
 
 
 def group_name(obj: Mapping[str, Any], uid: str) -> str:
@@ -111,12 +120,51 @@ def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> di
         api = COSCHEDULING_API
     else:
         api = VOLCANO_API
-    return {
-        "apiVersion": api,
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    elastic = partial_member(wl)
+    if elastic is not None:
+        meta["annotations"] = {PARTIAL_MINIMUM: str(elastic.min_count)}
+    return {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def partial_member(wl: WorkloadPodSets) -> PodSetTemplate | None:
+    """The one PodSet of a gang Kueue may admit partially (a batch Job's), else None.
+
+    Kueue gives a minimum count (``PodSet.minCount``) to a batch Job's only PodSet and to nothing
+    else, so a gang of several PodSets is never sized to an admission.
+    """
+    found = members(wl)
+    if len(found) != 1 or wl.groups != 1 or found[0].min_count is None:
+        return None
+    return found[0]
+
+
+def partial_minimum(group: Mapping[str, Any]) -> int | None:
+    """The ``PARTIAL_MINIMUM`` a PodGroup carries (None: not one Kueue may admit partially)."""
+    annotations = (group.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(PARTIAL_MINIMUM) if isinstance(annotations, Mapping) else None
+    return int(text) if isinstance(text, str) and text.isdecimal() and int(text) > 0 else None
+
+
+def resized(group: Mapping[str, Any], count: int) -> dict[str, Any]:
+    """``group`` with minMember ``count`` and minResources for ``count`` of its pods.
+
+    Its pods are alike (one PodSet), so one pod's requests are minResources / minMember; rounded
+    down, so that a figure that does not divide never asks for more than the pods hold.
+    """
+    spec = dict(group.get("spec") or {})
+    before = int(spec.get("minMember") or 0)
+    totals = spec.get("minResources")
+    if isinstance(totals, Mapping) and before > 0:
+        spec["minResources"] = {
+            r: format_quantity(r, _amount(r, v) // before * count) for r, v in sorted(totals.items())
+        }
+    spec["minMember"] = count
+    return {**group, "spec": spec}
+
+
+def _amount(resource: str, text: Any) -> int:
+    return canonical(resource, parse_quantity(str(text), f"minResources[{resource}]"))
 
 
 def members(wl: WorkloadPodSets) -> list[PodSetTemplate]:
@@ -174,4 +222,19 @@ def backend_for(
         return None
     if has_leftover_slices(view):
         return None
+    note = _partial_note(view, wanted)
+    if note is not None:
+        warnings.append(note)
     return wanted
+
+
+def _partial_note(view: WorkloadView, gang: Gang) -> str | None:
+    """What the PodGroup's minMember will be when Kueue may admit fewer pods than the Job asks
+    for: the count it admits, which the decision cannot know (the live writer reads it)."""
+    elastic = partial_member(view.workload)
+    if elastic is None or not pod_groups(view, gang, "", gang_entries(view, gang, "-")):
+        return None
+    return (
+        f"the PodGroup's minMember={elastic.count} follows the count Kueue admits (as few as "
+        f"{elastic.min_count} under partial admission; set from the Workload's admission)"
+    )

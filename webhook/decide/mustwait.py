@@ -51,7 +51,7 @@ class MustWait:
     @property
     def phrase(self) -> str:
         """The figure as the warning words it: "the best block has room for 10 of 15 pods now (5 short)"."""
-        return f"{self.where} has room for {self.held} of {self.needed} {self.unit} now ({self.short} short)"
+        return messages.room(self.where, self.held, self.needed, self.unit == "pods")
 
 
 def must_wait(v: PodSetVerdict, level: str) -> MustWait | None:

@@ -31,7 +31,7 @@ from webhook.live.assemble import assemble as _assemble
 from webhook.live.holder import StateHolder
 from webhook.live.native import BOUND_PODS, NativeBook
 from webhook.live.native import KINDS as NATIVE_KINDS
-from webhook.live.parsed import Listing, kept_of, key_of, parsed_node, pod_use, workload_found
+from webhook.live.parsed import SLIM_KINDS, Listing, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.publisher import Publisher
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, SnapshotKey, UsageBook, private_frees
@@ -152,10 +152,10 @@ class Mirror(Publisher):
             if kind == "nodes" and self._rejected(kind, key, None):
                 self._changed()
         else:
-            kept = kept_of(kind, obj)
+            kept, before = kept_of(kind, obj), self.raw[kind].get(key)
             if kept is not None:
                 self.raw[kind][key] = kept
-            changed = self._node(obj) if kind == "nodes" else True
+            changed = self._node(obj) if kind == "nodes" else kind not in SLIM_KINDS or kept != before
         if changed:
             if kind == "nodes":
                 self.node_changes.add(name)  # edited into the snapshots, not rebuilt
@@ -175,7 +175,7 @@ class Mirror(Publisher):
             self.connected(kind)
             return
         if kind not in self.absent:
-            log.warning("%s are not served by the API server (CRD not installed?); retrying", kind)
+            log.warning("%s are not served by the API server (CRD not installed? RBAC?); retrying", kind)
         self.absent.add(kind)
         self.raw[kind] = {}
         self.rejections.replace(kind, {})

@@ -2,7 +2,8 @@
 
 Nodes are kept parsed, pods as their usage, Workloads as the leaf domains their admission takes
 (`state.workloads`), PodGroups not at all (only whether their CRD is served), Namespaces as name
-and labels; the rest (Kueue objects, LimitRanges, runtimes) whole, parsed by `build_state`.
+and labels, Kueue's Deployment and ConfigMap as what names its release (`state.kueue_manager`);
+the rest (Kueue objects, LimitRanges, runtimes) whole, parsed by `build_state`.
 A node, pod or Workload that does not parse is a `Rejected` instead, kept by the writer
 (`live.rejections`) until the object changes or goes.
 """
@@ -15,6 +16,7 @@ from typing import Any
 from scorer.model import Node
 from webhook.live import native
 from webhook.live.usage import Assigned, Use
+from webhook.state import kueue_manager
 from webhook.state.fields import metadata
 from webhook.state.nodes import parse_node, pod_usage
 from webhook.state.quota_usage import QuotaCharge, quota_charge
@@ -22,6 +24,9 @@ from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import is_tas_pod, workload_usage
 from webhook.wire.errors import InvalidObject
 
+# Kueue's controller Deployment and Configuration: kept slim (`kueue_manager.slim`), and an event
+# that leaves the slim object as it was (a Deployment's status) changes nothing.
+SLIM_KINDS = frozenset({"deployments", "configmaps"})
 # Kinds the state reads as parsed values (nodes, pod and Workload usage) or only needs to know
 # are served (PodGroups): their objects are never kept whole. Memory is then bound by nodes and
 # pods parsed, not by what the API server sends (a Pod object is kilobytes; its usage is a few
@@ -37,6 +42,8 @@ def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         meta = obj.get("metadata") or {}
         slim = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
         return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim}
+    if kind in SLIM_KINDS:
+        return kueue_manager.slim(obj)
     return obj
 
 

@@ -11,7 +11,8 @@ labelled ``app.kubernetes.io/managed-by=tasgate``. A PodGroup deleted under live
 again: repaired. A full resync every ``resync_seconds`` re-derives all of it from the watches,
 so nothing is kept only in memory: a restarted or newly elected leader finds the same work.
 Native v1.36 gangs tasgate makes (a Workload, then its PodGroup) are found the same way from
-the unbound pods naming them (``reconcile_native``).
+the unbound pods naming them (``reconcile_native``). A gang Kueue may admit partially gets a
+PodGroup sized to Kueue's admission, patched once it is known (``reconcile_admission``).
 
 Early triggers make the PodGroup before any pod exists: the validating review's ``hint``
 (GET the object it names, waiting up to ``hint_seconds`` for it to be persisted) and the
@@ -24,7 +25,8 @@ timeout, or ``compute`` raising ``NotReadyError``: retried with capped exponenti
 honouring ``Retry-After``); ``failed`` (any other error: logged, with its traceback when
 unexpected, a Warning Event on the workload when the API server refused; retried the same way);
 ``owner-missing`` (404: the workload is gone, or a hinted one never appeared: nothing to do);
-``none-needed`` (the stored object implies no PodGroup); ``dropped`` (too many pending hints).
+``none-needed`` (the stored object implies no PodGroup); ``dropped`` (too many pending hints);
+``repaired`` (a PodGroup patched to Kueue's admitted count).
 
 Use: ``kinds()`` are fed to ``watch.run_kind`` on every replica (a new leader starts warm);
 ``run()`` is the writing loop, run on the leader only (cancelled when leadership is lost);
@@ -45,13 +47,14 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from webhook.live import reconcile_admission as admission
 from webhook.live import reconcile_http as http
 from webhook.live import reconcile_native as native
 from webhook.live import reconcile_view as view
 from webhook.live.api import call_json
 from webhook.live.events import EventRecorder
+from webhook.live.kinds import Kind
 from webhook.live.reconcile_queue import WorkQueue
-from webhook.live.watch import Kind
 from webhook.model.workloads.registry import ADAPTERS
 
 log = logging.getLogger("tasgate.podgroups")
@@ -88,10 +91,10 @@ class ReconcileSettings:
     hint_limit: int = 1000
 
 
-Key = view.Target | Intent
+Key = view.Target | Intent | admission.Repair
 
 
-class Reconciler(native.NativeView):
+class Reconciler(admission.AdmissionView):
     """The watch ``Sink`` (every replica) and the PodGroup writer (``run``: the leader only)."""
 
     def __init__(
@@ -134,7 +137,7 @@ class Reconciler(native.NativeView):
 
     # -- the View's triggers --
 
-    def wake(self, target: view.Target) -> None:
+    def wake(self, target: view.Target | admission.Repair) -> None:
         if self.queue is not None:
             self.queue.add(target)
 
@@ -174,18 +177,29 @@ class Reconciler(native.NativeView):
             self.queue.add(intent)
         for target in self.all_missing():
             self.queue.add(target)
+        for repair in self.due():
+            self.queue.add(repair)
 
     async def _worker(self, queue: WorkQueue[Key]) -> None:
         while True:
             key = await queue.get()
             try:
-                await (self._hinted(key) if isinstance(key, Intent) else self._target(key))
+                await self._handle(key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one bad key must not stop the writer
                 self._failed(queue, key, exc)
             finally:
                 queue.done(key)
+
+    async def _handle(self, key: Key) -> None:
+        if isinstance(key, Intent):
+            await self._hinted(key)
+        elif isinstance(key, admission.Repair):
+            await self.repair(self.api, key, self._warn)
+            self.failures.pop(key, None)
+        else:
+            await self._target(key)
 
     def _failed(self, queue: WorkQueue[Key], key: Key, exc: Exception) -> None:
         """Log it (with a traceback when unexpected), count it, and retry with backoff."""
@@ -264,7 +278,7 @@ class Reconciler(native.NativeView):
         for group in native.wanted(owner, groups):  # a native Workload before its PodGroup
             api_version, name = str(group.get("apiVersion")), str((group.get("metadata") or {}).get("name"))
             if group.get("kind") != "PodGroup" or not self.exists(api_version, namespace, name):
-                await self._create(owner, group, api_version, name)
+                await self._create(owner, self.sized(owner, group), api_version, name)
 
     async def _create(
         self, owner: Mapping[str, Any], group: Mapping[str, Any], api_version: str, name: str

@@ -1,5 +1,6 @@
-"""The PodGroup writer's requests: the owner chain it walks and the bodies it sends (what a
-failed call means is ``api.transient`` / ``api.retry_after``, shared with the Event poster)."""
+"""The PodGroup writer's requests: the owner chain it walks, the bodies it sends and the merge
+patch that sizes a PodGroup to Kueue's admission (what a failed call means is ``api.transient`` /
+``api.retry_after``, shared with the Event poster)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import call_json, retry_after, transient
+from webhook.live.api import call_json, checked, retry_after, transient
 from webhook.live.events import GangEvent, ObjectRef
 from webhook.live.reconcile_view import GangPod, OwnerRef, controller_of
 
@@ -77,6 +78,21 @@ async def controllers(api: client.ApiClient, pod: GangPod) -> list[dict[str, Any
         chain.append(obj)
         ref = controller_of(obj)
     return chain
+
+
+async def merge_patch(api: client.ApiClient, path: str, body: Mapping[str, Any]) -> None:
+    """A JSON merge patch (RFC 7386) of one object: only the fields ``body`` names change, so a
+    status another controller writes meanwhile neither conflicts nor is overwritten."""
+    response = await api.call_api(
+        path,
+        "PATCH",
+        body=body,
+        header_params={"Accept": "application/json", "Content-Type": "application/merge-patch+json"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _request_timeout=10.0,
+    )
+    (await checked(response[0] if isinstance(response, tuple) else response)).release()
 
 
 def words(exc: BaseException) -> str:

@@ -10,10 +10,11 @@ does not exist never schedules. So a ``Target`` (PodGroup apiVersion, namespace,
 *missing* when a live pod names it and the watched PodGroups of that kind hold none — judged
 only once both lists are complete, so a fresh start never mistakes an unread list for absence.
 
-Kueue Workloads are watched for their creation only (a watch ``ADDED``, not a list): Kueue
+Kueue Workloads are watched for their creation (a watch ``ADDED``, not a list): Kueue
 creates one as soon as a job is, before any pod, and its controller ``ownerReference`` names
 the job — an early trigger next to the validating review's. Lists of them are read and
-dropped, so they cost no memory.
+dropped, so they cost no memory, but for the few Kueue may admit partially, whose admitted count
+sizes their PodGroup (``reconcile_admission`` keeps a small record of each).
 
 The names differ from the Mirror's and the tracker's (``reconcile-pods`` …): each watch feeds
 one sink. ``View`` is the watch ``Sink``; the reconciler overrides ``wake`` and ``early``.
@@ -27,7 +28,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
+from webhook.live.kinds import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
 from webhook.model.annotations import COSCHEDULING_LABEL, VOLCANO_GROUP_ANNOTATION
 from webhook.track.records import PODSET_LABEL
 

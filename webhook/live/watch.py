@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
@@ -29,18 +29,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.live.api import checked, retry_after
+from webhook.live.kinds import Kind, Lister
 from webhook.live.mirror import Mirror
 
 log = logging.getLogger("tasgate.live")
-
-LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-KUEUE = "kueue.x-k8s.io"
-COSCHEDULING, VOLCANO = "scheduling.x-k8s.io/v1alpha1", "scheduling.volcano.sh/v1beta1"
-POD_GROUPS, VOLCANO_POD_GROUPS = "podgroups", "volcanopodgroups"
-TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
-TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
-
-Lister = Callable[..., Awaitable[Any]]
 
 
 class Pages(Protocol):
@@ -72,116 +64,6 @@ class Sink(Protocol):
     def healthy(self, kind: str) -> None: ...
     def connected(self, kind: str) -> None: ...
     def disconnected(self, kind: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One watched resource: how to list it and whether its absence is tolerated."""
-
-    name: str
-    api_version: str
-    kind: str
-    lister: Callable[[client.ApiClient], Lister]
-    optional: bool = False
-    kwargs: Mapping[str, str] = field(default_factory=dict)
-
-
-def custom_lister(group: str, version: str, plural: str) -> Callable[[client.ApiClient], Lister]:
-    """The cluster-wide list (and watch) call of one custom resource."""
-
-    def make(api: client.ApiClient) -> Lister:
-        objects = client.CustomObjectsApi(api)
-
-        async def call(**kw: Any) -> Any:
-            return await objects.list_cluster_custom_object(group, version, plural, **kw)
-
-        return call
-
-    return make
-
-
-def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
-    custom = custom_lister
-
-    def core(method: str) -> Callable[[client.ApiClient], Lister]:
-        return lambda api: getattr(client.CoreV1Api(api), method)
-
-    def trainer(plural: str) -> Callable[[client.ApiClient], Lister]:
-        return custom(TRAINER_GROUP, TRAINER_VERSION, plural)
-
-    def node(method: str) -> Callable[[client.ApiClient], Lister]:
-        return lambda api: getattr(client.NodeV1Api(api), method)
-
-    def scheduling(method: str) -> Callable[[client.ApiClient], Lister]:
-        return lambda api: getattr(client.SchedulingV1Api(api), method)
-
-    kueue = f"{KUEUE}/{kueue_version}"
-    return [
-        Kind("nodes", "v1", "Node", core("list_node")),
-        Kind(
-            "pods",
-            "v1",
-            "Pod",
-            core("list_pod_for_all_namespaces"),
-            kwargs={"field_selector": LIVE_POD_SELECTOR},
-        ),
-        Kind("namespaces", "v1", "Namespace", core("list_namespace")),
-        Kind("topologies", kueue, "Topology", custom(KUEUE, kueue_version, "topologies"), True),
-        Kind(
-            "resourceflavors", kueue, "ResourceFlavor", custom(KUEUE, kueue_version, "resourceflavors"), True
-        ),
-        Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
-        Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
-        # The cohort tree a ClusterQueue borrows in (parents, quotas, lending and borrowing limits).
-        Kind("cohorts", kueue, "Cohort", custom(KUEUE, kueue_version, "cohorts"), True),
-        # Admission checks that make Kueue place a flavor's topology later (ProvisioningRequest)
-        # or on another cluster (MultiKueue): `state.admission_checks`.
-        Kind(
-            "admissionchecks", kueue, "AdmissionCheck", custom(KUEUE, kueue_version, "admissionchecks"), True
-        ),
-        Kind(
-            "provisioningrequestconfigs",
-            kueue,
-            "ProvisioningRequestConfig",
-            custom(KUEUE, kueue_version, "provisioningrequestconfigs"),
-            True,
-        ),
-        # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
-        Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
-        # Priorities Kueue gives a new Workload, and so whom it would preempt for it.
-        Kind(
-            "workloadpriorityclasses",
-            kueue,
-            "WorkloadPriorityClass",
-            custom(KUEUE, kueue_version, "workloadpriorityclasses"),
-            True,
-        ),
-        Kind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", scheduling("list_priority_class")),
-        # What Kueue applies to pod specs before it counts them.
-        Kind("limitranges", "v1", "LimitRange", core("list_limit_range_for_all_namespaces")),
-        Kind("runtimeclasses", "node.k8s.io/v1", "RuntimeClass", node("list_runtime_class")),
-        # A TrainJob's PodSets live in its runtime.
-        Kind("trainingruntimes", TRAINER, "TrainingRuntime", trainer("trainingruntimes"), True),
-        Kind(
-            "clustertrainingruntimes",
-            TRAINER,
-            "ClusterTrainingRuntime",
-            trainer("clustertrainingruntimes"),
-            True,
-        ),
-        # Whether the gang backends' PodGroup CRDs are served: labels that name a PodGroup that
-        # cannot exist leave pods unscheduled forever.
-        Kind(
-            POD_GROUPS, COSCHEDULING, "PodGroup", custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"), True
-        ),
-        Kind(
-            VOLCANO_POD_GROUPS,
-            VOLCANO,
-            "PodGroup",
-            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
-            True,
-        ),
-    ]
 
 
 @dataclass
@@ -228,7 +110,10 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
             cursor.version = None  # 410 Gone: re-list at once
             continue
         except ApiException as exc:
-            if exc.status == 404 and kind.optional:
+            forbidden = exc.status == 403 and kind.forbidden_ok
+            if kind.optional and (exc.status == 404 or forbidden):
+                if forbidden:
+                    log.debug("%s: forbidden (RBAC); retrying", kind.name)
                 mirror.mark_absent(kind.name)
                 cursor.version = None
                 await asyncio.sleep(settings.absent_retry)

@@ -28,6 +28,7 @@ from webhook.state.admission_checks import AdmissionCheck, Delay, ProvisioningCo
 from webhook.state.defaults import limit_range_defaults
 from webhook.state.fold import Fold
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology
+from webhook.state.kueue_release import UNKNOWN, KueueRelease
 from webhook.state.native import NativeIndex
 from webhook.state.priorities import PriorityClasses
 from webhook.state.quota_tree import QuotaTree
@@ -54,6 +55,7 @@ class ClusterState:
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
     overheads: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # RuntimeClass
     priority_classes: PriorityClasses = field(default_factory=PriorityClasses)  # `state.priorities`
+    kueue_release: KueueRelease = UNKNOWN  # the Kueue the cluster runs (`state.kueue_release`)
     # Watched kinds the API server does not serve (live mode); empty when not known (files).
     unserved: frozenset[str] = frozenset()
     generation: int = 0
@@ -240,6 +242,7 @@ STRUCTURE = (
     "limit_ranges",
     "overheads",
     "priority_classes",
+    "kueue_release",
 )
 
 
@@ -292,6 +295,7 @@ def build_state(
         limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},
         overheads=fold.overheads,
         priority_classes=PriorityClasses(fold.workload_priority_classes, fold.priority_classes),
+        kueue_release=fold.kueue_release(),
         unserved=frozenset(unserved),
         generation=generation,
         engine=engine,

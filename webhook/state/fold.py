@@ -19,6 +19,15 @@ from webhook.state.admission_checks import AdmissionCheck, ProvisioningConfig, a
 from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
 from webhook.state.fields import metadata, string_map
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
+from webhook.state.kueue_manager import (
+    ConfigGates,
+    Controller,
+    is_config,
+    is_controller,
+    read_config,
+    read_controller,
+)
+from webhook.state.kueue_release import KueueRelease, release_of
 from webhook.state.native import NativeFold
 from webhook.state.nodes import add_usage, parse_node, pod_usage
 from webhook.state.priorities import add_priority_class
@@ -56,6 +65,9 @@ class Fold:
     workload_priority_classes: dict[str, int] = field(default_factory=dict)
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rejected: list[Rejected] = field(default_factory=list)
+    # Kueue's own controller Deployments and Configuration ConfigMaps: the release it runs.
+    kueue_controllers: list[Controller] = field(default_factory=list)
+    kueue_configs: dict[tuple[str, str], ConfigGates] = field(default_factory=dict)
     native: NativeFold = field(default_factory=NativeFold)  # scheduling.k8s.io/v1alpha2 and Jobs
 
     def add(self, obj: Mapping[str, Any]) -> None:
@@ -74,6 +86,10 @@ class Fold:
             except InvalidObject as exc:
                 self.rejected.append(rejected_of(obj, exc))
         return parsed
+
+    def kueue_release(self) -> KueueRelease:
+        """The Kueue release and gates the objects seen say (`state.kueue_release`)."""
+        return release_of(self.kueue_controllers, self.kueue_configs)
 
     def count_tas_pods(self) -> None:
         """No Workload was seen: TAS pods count on their nodes like any other."""
@@ -94,6 +110,12 @@ class Fold:
             self.workloads.extend(workload_usage(obj))
             if charge is not None:
                 self.charges.append(charge)
+        elif kind == "Deployment" and group == "apps":
+            if is_controller(obj):  # only Kueue's; other Deployments are not read
+                self.kueue_controllers.append(read_controller(obj))
+        elif kind == "ConfigMap" and group == "v1":
+            if is_config(obj):
+                self.kueue_configs[(namespace, name)] = read_config(obj)
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             add_priority_class(obj, kind, name, self.priority_classes)
         elif kind == "WorkloadPriorityClass" and group == KUEUE_GROUP:
