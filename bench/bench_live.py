@@ -54,8 +54,9 @@ from webhook.decide.verdicts import Review
 from webhook.files.policy import load_policy
 from webhook.live import heap
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
-from webhook.live.watch import LIST_PAGE, kinds
+from webhook.live.watch import LIST_PAGE
 from webhook.serve import certs
 from webhook.serve.app import create_app
 from webhook.serve.keys import STATE, Settings, StateSource

@@ -61,8 +61,8 @@ from webhook.decide.review import judge
 from webhook.files.policy import load_policy
 from webhook.live import heap
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
-from webhook.live.watch import kinds
 from webhook.serve.brief import brief_of
 from webhook.serve.keys import Settings, StateSource
 from webhook.serve.process_main import WorkerConfig

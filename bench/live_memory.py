@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.webhook.conftest import kueue_objects, node
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
-from webhook.live.watch import LIST_PAGE, kinds
+from webhook.live.watch import LIST_PAGE
 
 KUEUE_KINDS = ("topologies", "resourceflavors", "clusterqueues", "localqueues")
 

@@ -27,7 +27,7 @@
 #                                        machine's apt sources, and exit (no root, no build)
 #        image/build.sh --print-digest   print the built image's manifest digest (sha256:..., from the
 #                                        layout's index.json) and exit: what the chart's image.digest
-#                                        and a kustomize images: digest take (no root, no build)
+#                                        and the kustomize image.env line to take (no root, no build)
 #
 # The tag is the project version, read from pyproject.toml (one source; the chart's appVersion and
 # manifests/base/kustomization.yaml's newTag are kept equal to it by tests/webhook/test_chart.py).
@@ -245,5 +245,5 @@ log "time: base $t_base, wheels $t_wheels, layers+config $t_pack, total $(since 
 digest=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["digest"])' "$info")
 log "run its tests: bash image/test.sh; push: skopeo copy oci:$layout:$TAG docker://<registry>/$TAG"
 log "name it by digest: helm --set image.repository=<registry>/tasgate,image.digest=$digest;"
-log "  kustomize: images: [{name: registry.example/tasgate, newName: <registry>/tasgate, digest: $digest}]"
+log "  kustomize: echo \"image=<registry>/tasgate@$digest\" > manifests/image/image.env"
 step="done"

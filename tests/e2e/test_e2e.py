@@ -31,6 +31,7 @@ from e2e.kueue import install_crds
 from e2e.prometheus import APISERVER_JOB, Prometheus, apiserver_job
 from e2e.serving import serve_argv
 from e2e.shared import shared_dir
+from tests.e2e.install_image import IMAGE
 from tests.webhook import overlay, promql
 from tests.webhook.monitoring import external_metrics
 from webhook.serve import certs
@@ -536,20 +537,23 @@ def test_api_server_audit_log_carries_tasgates_annotations(world: tuple[ControlP
 def test_deployment_manifests_pass_a_server_side_dry_run(
     world: tuple[ControlPlane, Tasgate], tmp_path: Path
 ) -> None:
-    """The base registers no webhook; each certificate overlay installs everything, webhooks too."""
+    """The base registers no webhook; each certificate overlay installs everything, webhooks too.
+    On a copy of manifests/ with the image every install needs (test_install_image.py) and the
+    certificate files the tasgate-certs overlay reads, as docs/install.md makes them."""
     cp, _ = world
     cp.kubectl("create", "namespace", "tasgate-system", check=False)
     hooks = (
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/tasgate",
         "validatingwebhookconfiguration.admissionregistration.k8s.io/tasgate",
     )
-    base = cp.kubectl("apply", "--dry-run=server", "-k", str(ROOT / "manifests"), check=False)
+    shutil.copytree(ROOT / "manifests", tmp_path / "manifests", symlinks=True)
+    (tmp_path / "manifests" / "image" / "image.env").write_text(f"image={IMAGE}\n")
+    base = cp.kubectl("apply", "--dry-run=server", "-k", str(tmp_path / "manifests"), check=False)
     assert base.returncode == 0, base.stderr
     assert "deployment.apps/tasgate created (server dry run)" in base.stdout
     assert "networkpolicy.networking.k8s.io/tasgate created (server dry run)" in base.stdout
     assert not any(h in base.stdout for h in hooks), "the base must not register webhooks"
-    # tasgate-certs: on a copy, with the certificate files its README step makes.
-    shutil.copytree(ROOT / "manifests", tmp_path / "manifests", symlinks=True)
+    # tasgate-certs: with the certificate files its README step makes.
     overlay = tmp_path / "manifests" / "overlays" / "tasgate-certs"
     files = certs.generate(overlay / "certs", ["tasgate.tasgate-system.svc"])
     (overlay / "ca-bundle.env").write_text(f"caBundle={certs.ca_bundle(files.ca_cert)}\n")
@@ -559,7 +563,7 @@ def test_deployment_manifests_pass_a_server_side_dry_run(
         assert f"{hook} created (server dry run)" in result.stdout
     # cert-manager: its Issuer/Certificate kinds are not installed here, so those two are only
     # rendered; everything else goes through the server's dry run.
-    rendered = cp.kubectl("kustomize", str(ROOT / "manifests" / "overlays" / "cert-manager")).stdout
+    rendered = cp.kubectl("kustomize", str(tmp_path / "manifests" / "overlays" / "cert-manager")).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
     assert {d["kind"] for d in docs if d["apiVersion"].startswith("cert-manager.io/")} == {
         "Issuer",

@@ -25,6 +25,7 @@ from e2e import prometheus_operator
 from e2e.controlplane import ControlPlane, find_binaries
 from e2e.helm import CHART, NAMESPACE, ROOT, Helm, differences, value_flags
 from e2e.kueue_source import install_crds
+from tests.e2e.install_image import IMAGE, IMAGE_VALUES, with_image
 from webhook.serve import certs
 
 pytestmark = pytest.mark.e2e
@@ -45,15 +46,19 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
-    return Helm(tmp_path_factory.mktemp("helm"))
+    """helm whose ``template`` always names the image, as every install must (the chart refuses
+    the placeholder: tests/e2e/test_install_image.py)."""
+    return with_image(Helm(tmp_path_factory.mktemp("helm")))
 
 
 @pytest.fixture(scope="module")
 def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of manifests/ with the files the tasgate-certs overlay reads (as its README step makes
-    them) and an overlay that adds the priority-class component to the cert-manager overlay."""
+    """A copy of manifests/ with the files the install reads (the image, and the tasgate-certs
+    overlay's certificates, as docs/install.md makes them) and overlays that add the priority-class
+    and pod-info components to the cert-manager overlay."""
     copy = tmp_path_factory.mktemp("kustomize") / "manifests"
     shutil.copytree(ROOT / "manifests", copy, symlinks=True)
+    (copy / "image" / "image.env").write_text(f"image={IMAGE}\n")
     overlay = copy / "overlays" / "tasgate-certs"
     files = certs.generate(overlay / "certs", [f"tasgate.{NAMESPACE}.svc"])
     (overlay / "ca-bundle.env").write_text(f"caBundle={certs.ca_bundle(files.ca_cert)}\n")
@@ -75,16 +80,16 @@ def assert_same(chart: list[dict[str, Any]], kustomized: list[dict[str, Any]], *
     assert not problems, "chart and kustomize disagree:\n" + "\n".join(problems)
 
 
-def test_chart_without_webhooks_renders_the_base(helm: Helm) -> None:
+def test_chart_without_webhooks_renders_the_base(helm: Helm, manifests: Path) -> None:
     """`kubectl apply -k manifests/`: everything but the webhooks and a certificate."""
     chart = helm.template(*value_flags({"webhooks.enabled": "false", "certificates.mode": "provided"}))
-    assert_same(chart, kustomize(ROOT / "manifests"), kustomize_only=[NS])
+    assert_same(chart, kustomize(manifests), kustomize_only=[NS])
     assert not {d["kind"] for d in chart} & {*WEBHOOK_KINDS, "Secret"}
 
 
-def test_cert_manager_values_render_the_cert_manager_overlay(helm: Helm) -> None:
+def test_cert_manager_values_render_the_cert_manager_overlay(helm: Helm, manifests: Path) -> None:
     chart = helm.template(*value_flags({"certificates.mode": "cert-manager"}))
-    kustomized = kustomize(ROOT / "manifests" / "overlays" / "cert-manager")
+    kustomized = kustomize(manifests / "overlays" / "cert-manager")
     assert_same(chart, kustomized, kustomize_only=[NS], unlabelled=CERT_OBJECTS)
 
 
@@ -213,6 +218,7 @@ def test_kueue_users_reach_the_match_conditions_and_the_policy(helm: Helm) -> No
         "template",
         "t",
         str(CHART),
+        *value_flags(IMAGE_VALUES),
         f"--set-json=kueueUsers={json.dumps(users)}",
         f"--set-json=policy={json.dumps(own)}",
         check=False,
@@ -229,10 +235,12 @@ def test_helm_lint_passes_for_every_values_set(helm: Helm, tmp_path: Path) -> No
         {"image.digest": "sha256:" + "0" * 64},
         {"monitoring.enabled": "true", "monitoring.podInfoMetrics": "true"},
     ):
-        done = helm.run("lint", "--strict", str(CHART), *value_flags(values), check=False)
+        flags = value_flags({**IMAGE_VALUES, **values})
+        done = helm.run("lint", "--strict", str(CHART), *flags, check=False)
         assert done.returncode == 0, f"helm lint {values}:\n{done.stdout}\n{done.stderr}"
     for wrong in ("certificates.mode=acme", "image.digest=latest", "onTimeout=maybe", "replica=3"):
-        bad = helm.run("lint", "--strict", str(CHART), "--set", wrong, check=False)
+        image = value_flags(IMAGE_VALUES)
+        bad = helm.run("lint", "--strict", str(CHART), *image, "--set", wrong, check=False)
         assert bad.returncode != 0, f"values.schema.json must refuse {wrong}: {bad.stdout}"
 
 
@@ -269,14 +277,15 @@ def test_helm_install_upgrade_and_uninstall_on_the_api_server(cp: ControlPlane, 
     upgrade keeps the generated CA (lookup), and uninstall removes the webhooks with the rest."""
     helm = Helm(tmp_path, kubeconfig=cp.kubeconfig)
     ns = "tasgate-helm"
-    helm.run("install", "tasgate", str(CHART), "-n", ns, "--create-namespace")
+    image = value_flags(IMAGE_VALUES)
+    helm.run("install", "tasgate", str(CHART), "-n", ns, "--create-namespace", *image)
     secret = cp.kubectl_json("get", "secret", "tasgate-tls", "-n", ns)
     hook = cp.kubectl_json("get", "validatingwebhookconfiguration", "tasgate")
     assert hook["webhooks"][0]["clientConfig"]["service"]["namespace"] == ns
     assert base64.b64decode(hook["webhooks"][0]["clientConfig"]["caBundle"]) == base64.b64decode(
         secret["data"]["ca.crt"]
     )
-    helm.run("upgrade", "tasgate", str(CHART), "-n", ns, "--set", "replicas=3")
+    helm.run("upgrade", "tasgate", str(CHART), "-n", ns, *image, "--set", "replicas=3")
     assert cp.kubectl_json("get", "deployment", "tasgate", "-n", ns)["spec"]["replicas"] == 3
     kept = cp.kubectl_json("get", "secret", "tasgate-tls", "-n", ns)
     assert kept["data"] == secret["data"], "an upgrade must keep the CA the webhooks trust"

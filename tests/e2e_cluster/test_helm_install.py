@@ -2,10 +2,11 @@
 
 In ``make e2e`` nothing creates a Deployment's pods (no kube-controller-manager), so ``--wait`` could
 never end there. Here kube-controller-manager runs the deployment, replicaset and resourcequota
-controllers, the scheduler places the pods (the chart's required anti-affinity: two kwok Nodes) and
-kwok marks them Running and Ready. kwok runs no container: ``--wait`` proves the chart's objects are
-accepted, scheduled and rolled out, not that the image serves (``make image`` starts the image; the
-e2e suite runs tasgate itself). Because those pods serve nothing, the installed webhooks refuse a Job
+controllers, the scheduler places the pods (the chart's preferred anti-affinity spreads them over
+two kwok Nodes) and kwok marks them Running and Ready. kwok runs no container: ``--wait`` proves
+the chart's objects are accepted, scheduled and rolled out, not that the image serves (``make
+image`` starts the image; the e2e suite runs tasgate itself). Rollouts and drains on one and two
+nodes: test_helm_rollout.py. Because those pods serve nothing, the installed webhooks refuse a Job
 (failurePolicy Fail, fail closed) until ``helm uninstall`` removes them: the emergency-removal story.
 
 The API server is configured as GKE is (gatekeeper issue #1120): pods of system-cluster-critical are
@@ -24,7 +25,8 @@ import yaml
 
 from e2e.cluster import CONTROLLERS, Cluster, find_cluster_binaries
 from e2e.controlplane import ControlPlane, find_binaries
-from e2e.helm import CHART, Helm, find_helm
+from e2e.helm import CHART, Helm, find_helm, value_flags
+from tests.e2e.install_image import IMAGE_VALUES
 
 from .binaries import require
 
@@ -32,7 +34,13 @@ pytestmark = pytest.mark.e2e_cluster
 
 NODES = ("kwok-helm-0", "kwok-helm-1")
 CRITICAL = "system-cluster-critical"
-ROLLOUT_CONTROLLERS = ("deployment-controller", "replicaset-controller", "resourcequota-controller")
+# disruption-controller: a PodDisruptionBudget's allowance, without which no eviction (drain) passes.
+ROLLOUT_CONTROLLERS = (
+    "deployment-controller",
+    "replicaset-controller",
+    "resourcequota-controller",
+    "disruption-controller",
+)
 # kube-apiserver's ResourceQuota admission as GKE configures it: the class is a limited resource.
 QUOTA_ADMISSION = {
     "apiVersion": "apiserver.config.k8s.io/v1",
@@ -110,6 +118,7 @@ def test_without_its_quota_the_critical_class_gets_no_pod(cluster: tuple[Control
         "-n",
         ns,
         "--create-namespace",
+        *value_flags(IMAGE_VALUES),
         "--set",
         f"priorityClassName={CRITICAL}",
         "--set",
@@ -129,7 +138,13 @@ def test_helm_install_waits_for_the_rollout_and_uninstall_restores_admission(
 ) -> None:
     cp, helm = cluster
     ns = "tasgate-system"
-    values = ["--set", f"priorityClassName={CRITICAL}", "--set", "priorityClassQuota.enabled=true"]
+    values = [
+        *value_flags(IMAGE_VALUES),
+        "--set",
+        f"priorityClassName={CRITICAL}",
+        "--set",
+        "priorityClassQuota.enabled=true",
+    ]
     installed = helm.run(
         "install", "tasgate", str(CHART), "-n", ns, "--create-namespace", *values, "--wait", "--timeout=120s"
     )
@@ -138,7 +153,7 @@ def test_helm_install_waits_for_the_rollout_and_uninstall_restores_admission(
         deployment = cp.kubectl_json("get", "deployment", "tasgate", "-n", ns)
         assert deployment["status"].get("readyReplicas") == 2, deployment["status"]
         pods = cp.kubectl_json("get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=tasgate")["items"]
-        assert {p["spec"]["nodeName"] for p in pods} == set(NODES), "required anti-affinity: one per node"
+        assert {p["spec"]["nodeName"] for p in pods} == set(NODES), "preferred anti-affinity: one per node"
         assert {p["spec"]["priorityClassName"] for p in pods} == {CRITICAL}
         assert {p["spec"]["priority"] for p in pods} == {2000000000}
         # Registered and failing closed: the API server cannot reach pods that kwok only pretends to run.

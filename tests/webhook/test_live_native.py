@@ -22,10 +22,10 @@ from webhook.decide.review import Outcome
 from webhook.decide.verdicts import Review
 from webhook.live import native
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
-from webhook.live.watch import kinds
 from webhook.serve.catch_up import judged_again
 from webhook.state.cluster import ClusterState, build_state
 

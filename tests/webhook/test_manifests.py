@@ -109,9 +109,10 @@ def kustomization(path: Path) -> dict[str, Any]:
 
 
 def rendered_kinds(directory: Path) -> list[str]:
-    """The kinds a kustomization's resources hold, following directory resources (no kubectl)."""
+    """The kinds a kustomization's resources and components hold, following directories (no kubectl)."""
     kinds = []
-    for entry in kustomization(directory).get("resources", []):
+    listed = kustomization(directory)
+    for entry in [*listed.get("resources", []), *listed.get("components", [])]:
         target = (directory / entry).resolve()
         if target.is_dir():
             kinds.extend(rendered_kinds(target))

@@ -100,7 +100,7 @@ def test_text_lists_every_pod_set_of_a_workload_not_checked(
     lines = out.splitlines()
     heads = [line.strip() for line in lines if line.startswith("  PodSet ")]
     assert heads == [
-        "PodSet driver: 1 pods, no TAS annotation; per pod cpu 4, memory 32Gi, nvidia.com/gpu 8",
+        "PodSet driver: 1 pod, no TAS annotation; per pod cpu 4, memory 32Gi, nvidia.com/gpu 8",
         "PodSet workers: 4 pods, required rack; per pod cpu 4, memory 32Gi, nvidia.com/gpu 8",
     ], out
     notes = [lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("  PodSet ")]

@@ -46,7 +46,8 @@ def summary_line(outcome: str) -> str:
     n = {o: int(o == outcome) for o in CASES}
     return (
         f"checked {sum(n[o] for o in JUDGED)}: {n['admitted']} admitted, {n['waits']} waits, "
-        f"{n['denied']} denied; {n['not-checked']} not checked; {n['error']} errors"
+        f"{n['denied']} denied; {n['not-checked']} not checked; "
+        f"{n['error']} error{'' if n['error'] == 1 else 's'}"
     )
 
 
@@ -112,10 +113,15 @@ def _patched(out: str, err: str, outcome: str, manifest: Path) -> None:
     if outcome == "error":
         assert docs == [] and f"tasgate: error: {manifest}: no such file or directory" in err
         return
-    (obj,) = docs
     original = yaml.safe_load(manifest.read_text())
+    if outcome == "denied":  # the API server would never store it: piped to kubectl, never applied
+        assert docs == [], "a denied object is not printed"
+        kind, name = original["kind"], original["metadata"]["name"]
+        assert f"tasgate: left out {kind} default/{name} [{manifest} (document 1)]: denied" in err
+        return
+    (obj,) = docs
     assert (obj["kind"], obj["metadata"]["name"]) == (original["kind"], original["metadata"]["name"])
     if outcome == "admitted":
         assert obj["spec"]["template"]["metadata"]["labels"][COSCHED_LABEL] == "resnet-rack"
-    if outcome in ("denied", "not-checked"):
-        assert obj == original, "nothing is injected into what is refused or not judged"
+    if outcome == "not-checked":
+        assert obj == original, "nothing is injected into what is not judged"

@@ -31,6 +31,7 @@ from tests.webhook.conftest import (
     rule,
     team_job,
 )
+from webhook.decide.patch import apply_entries
 from webhook.decide.policy import (
     NONE_POLICY,
     DefaultTopology,
@@ -42,7 +43,6 @@ from webhook.decide.policy import (
     PolicyError,
     Subject,
 )
-from webhook.decide.patch import apply_entries
 from webhook.decide.policy_text import parse_policy
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects

@@ -19,8 +19,8 @@ from tests.webhook.quota_world import (
     state,
 )
 from tests.webhook.test_live import synced_mirror
+from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
-from webhook.live.watch import kinds
 from webhook.state.cluster import ClusterState
 
 NONE = policy([])

@@ -135,7 +135,7 @@ def test_the_reason_is_documented() -> None:
 
 # --- never-fits advice, counted in slices, checked by following it ---------------------------------
 
-AT_MOST = re.compile(r"at most (\d+) slice\(s\) of \d+ \((\d+) pods\)|ask for at most (\d+) pods")
+AT_MOST = re.compile(r"at most (\d+) slices? of \d+ \((\d+) pods?\)|ask for at most (\d+) pods?")
 
 
 def follow(text: str, annotations: Mapping[str, str], size: int, state: ClusterState) -> list[int]:
@@ -156,12 +156,12 @@ def follow(text: str, annotations: Mapping[str, str], size: int, state: ClusterS
 NEVER = [
     pytest.param(
         12, {REQUIRED: BLOCK, SLICE: RACK, SIZE: "3"}, 3,
-        "the largest block holds 2 slice(s) of 3 (6 pods) even when empty", [6],
+        "the largest block holds 2 slices of 3 (6 pods) even when empty", [6],
         id="required: the largest domain, the topology too small",
     ),
     pytest.param(
         12, {PREFERRED: BLOCK, SLICE: RACK, SIZE: "3"}, 3,
-        "the whole topology holds only 2 slice(s) of 3 (6 pods) even when empty", [6],
+        "the whole topology holds only 2 slices of 3 (6 pods) even when empty", [6],
         id="preferred: the whole topology",
     ),
     pytest.param(

@@ -116,7 +116,7 @@ def test_a_bad_shape_is_an_error_for_that_suite_and_the_others_still_run(
     lines = run.out.splitlines()
     assert run.code == 2, run.out + run.err
     assert lines[0].startswith(f"ERROR {suites / 'a-bad.yaml'} (document 1): ") and says in lines[0], lines
-    assert lines[1:] == ["PASS good / rack", "1 passed, 0 failed, 1 suite(s) could not run"]
+    assert lines[1:] == ["PASS good / rack", "1 passed, 0 failed, 1 suite could not run"]
     assert "Traceback" not in run.err
 
 
@@ -126,5 +126,5 @@ def test_an_unreadable_suite_file_does_not_stop_the_others(tmp_path: Path) -> No
     (suites / "b.yaml").write_text(GOOD.replace("job.yaml", "../job.yaml"))
     run = tasgate("test", str(suites))
     assert run.code == 2
-    assert run.out.splitlines()[0].startswith(f"ERROR {suites / 'a.yaml'} (document 1): not valid YAML")
-    assert run.out.splitlines()[-2:] == ["PASS good / rack", "1 passed, 0 failed, 1 suite(s) could not run"]
+    assert run.out.splitlines()[0].startswith(f"ERROR {suites / 'a.yaml'}:4:1: not valid YAML (document 1)")
+    assert run.out.splitlines()[-2:] == ["PASS good / rack", "1 passed, 0 failed, 1 suite could not run"]

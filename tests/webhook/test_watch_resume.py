@@ -10,7 +10,8 @@ import aiohttp
 import orjson
 import pytest
 
-from webhook.live.watch import Collected, Kind, WatchSettings, run_kind
+from webhook.live.kinds import Kind
+from webhook.live.watch import Collected, WatchSettings, run_kind
 
 from .test_live import FakeResponse, event, node
 

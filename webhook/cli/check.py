@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from webhook.cli.inputs import failure_text
 from webhook.decide.decision import decide
+from webhook.decide.messages import plural
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.report import decision_json
@@ -62,7 +64,7 @@ def check_all(
     state = replace(state, native=with_applied(state.native, applied, namespace))
     for item in items:
         if isinstance(item, LoadFailure):
-            results.append(Result(item.source, "error", error=item.message))
+            results.append(Result(item.source, "error", error=failure_text(item)))
             continue
         d = decide(Review(item.obj, namespace=namespace), state, policy)
         if d.reason is not Reason.NOT_A_WORKLOAD:
@@ -94,7 +96,7 @@ def summary_line(results: Sequence[Result]) -> str:
     s = summary(results)
     return (
         f"checked {s['checked']}: {s['admitted']} admitted, {s['waits']} waits, {s['denied']} denied; "
-        f"{s['notChecked']} not checked; {s['errors']} errors"
+        f"{s['notChecked']} not checked; {plural(s['errors'], 'error')}"
     )
 
 
@@ -128,14 +130,3 @@ def _result_json(r: Result) -> dict[str, Any]:
     if r.decision is not None:
         out.update(decision_json(r.decision))
     return out
-
-
-def parse_fail_on(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    allowed = {"denied", "waits", "unchecked", "not-checked", "admitted"}
-    unknown = [n for n in names if n not in allowed]
-    if unknown:
-        raise ValueError(
-            f"--fail-on: unknown outcome(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))}"
-        )
-    return names

@@ -1,4 +1,4 @@
-"""The `tasgate` command line: check, map, test, status, serve, certs, sample-cluster."""
+"""The `tasgate` command line: check, map, test, status, version, serve, certs, sample-cluster."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from pathlib import Path
 import yaml
 
 from scorer import EngineError
-from webhook.cli import check, options, output, status, suite, topomap
-from webhook.cli.sources import checkable, source_name, state_for
+from webhook.cli import check, options, output, status, suite, topomap, version
+from webhook.cli.inputs import nothing_checked, parse_fail_on
+from webhook.cli.sources import checkable, source_name, state_for, with_workers
 from webhook.decide.policy import PolicyError
 from webhook.files.loader import LoadError, load_each
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
-from webhook.serve import certs
+from webhook.serve import certs, certs_dir
 from webhook.serve.flags import add_arguments as serve_arguments
 from webhook.serve.main import run as serve_run
 from webhook.state.cluster import ClusterState
@@ -69,11 +70,14 @@ def _parser() -> argparse.ArgumentParser:
     _map_parser(
         options.command(sub, "map", "the topology: free accelerators per domain, gang fits, waiting gangs")
     )
-    tst = options.command(sub, "test", "run policy test suites: manifests with their expected outcomes")
-    tst.add_argument("paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them")
-    tst.set_defaults(handler=suite.run)
+    suite.add_arguments(
+        options.command(sub, "test", "run policy test suites: manifests with their expected outcomes")
+    )
     status.add_arguments(
         options.command(sub, "status", "every tracked gang of a live cluster: state, reason, age")
+    )
+    version.add_arguments(
+        options.command(sub, "version", "the client version, its build, and the Kueue and Kubernetes proven")
     )
     dump = options.command(sub, "sample-cluster", "print the embedded sample cluster as YAML")
     dump.set_defaults(handler=_sample)
@@ -87,10 +91,15 @@ def _parser() -> argparse.ArgumentParser:
 def _check_parser(chk: argparse.ArgumentParser) -> None:
     options.add_file_arguments(chk, required=True, what="the workload manifests to judge")
     options.add_state_arguments(chk)
+    chk.add_argument(
+        "--worker", action="append", default=[], metavar="NAME=FILE|DIR",
+        help="a MultiKueue worker cluster's state, as --state reads it (repeatable): a gang of a "
+        "MultiKueue queue is judged on each worker, not on this cluster's nodes",
+    )  # fmt: skip
     chk.add_argument("-o", "--output", choices=output.FORMATS, default="text", help="output format")
     options.add_namespace_argument(chk)
     chk.add_argument(
-        "--fail-on", default=",".join(check.DEFAULT_FAIL_ON), type=check.parse_fail_on,
+        "--fail-on", default=",".join(check.DEFAULT_FAIL_ON), type=parse_fail_on,
         metavar="OUTCOME,…",
         help="outcomes that make the run exit 1: denied, waits, unchecked (default: denied); "
         "unreadable input always exits 2",
@@ -114,17 +123,27 @@ def _certs_parser(tls: argparse.ArgumentParser) -> None:
     )
     tls.add_argument("--ip", action="append", default=[], help="an IP address (SAN) (repeatable)")
     tls.add_argument("--out", required=True, help="directory for ca.crt, ca.key, tls.crt, tls.key")
-    tls.add_argument("--days", type=int, default=365, help="validity of the certificates")
+    tls.add_argument("--days", type=int, default=365, help="validity of the serving certificate")
+    tls.add_argument(
+        "--rotate-ca",
+        "--force",
+        action="store_true",
+        help="replace the CA already in --out (kept by default, so every caBundle made from it stays "
+        "valid); every caBundle must then be updated",
+    )
     tls.set_defaults(handler=_certs)
 
 
 def _check(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     kubeconfig = options.live_kubeconfig(args)
-    state = _state(args, kubeconfig)
+    state = with_workers(_state(args, kubeconfig), args.worker)
     namespace = options.namespace_of(args, kubeconfig)
-    results = check.check_all(load_each(args.filename, args.recursive), state, policy, namespace)
+    items = list(load_each(args.filename, args.recursive))
+    results = check.check_all(items, state, policy, namespace)
     output.write(results, state.rejected, args.output)
+    if not results:  # exit 2, and the reason: never a bare "checked 0"
+        print(f"tasgate: error: {nothing_checked(items)}", file=sys.stderr)
     return check.exit_code(results, args.fail_on)
 
 
@@ -145,11 +164,12 @@ def _state(args: argparse.Namespace, kubeconfig: str | None) -> ClusterState:
 
 def _certs(args: argparse.Namespace) -> int:
     try:
-        files = certs.generate(Path(args.out), args.dns_name, args.ip, args.days)
+        issued = certs_dir.issue(Path(args.out), args.dns_name, args.ip, args.days, args.rotate_ca)
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
-    print(f"wrote {files.ca_cert}, {files.cert}, {files.key}", file=sys.stderr)
-    print(certs.ca_bundle(files.ca_cert))
+    for line in issued.report():
+        print(line, file=sys.stderr)
+    print(certs.ca_bundle(issued.files.ca_cert))
     return EXIT_OK
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from webhook.cli.dump import dump_commands
 from webhook.files.kubeconfig import default_kubeconfig, locate
 
 KUBECONFIG_HELP = (
@@ -23,11 +24,15 @@ KUBECONFIG_HELP = (
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Every option's default in ``--help``, unless there is none to show or the text says it."""
+    """Every option's default in ``--help``, unless there is none to show or the text says it.
+
+    A flag (an option that takes no value) never shows one: kubectl's ``-R, --recursive`` is
+    read as "on when given", and "(default: True)" under it reads as a Python value."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if "%(default)" in text or "default:" in text or action.default in (None, False, [], ()):
+        flag = action.nargs == 0
+        if flag or "%(default)" in text or "default:" in text or action.default in (None, False, [], ()):
             return text
         return super()._get_help_string(action)
 
@@ -46,8 +51,13 @@ def add_file_arguments(parser: argparse.ArgumentParser, required: bool, what: st
         help=f"{what}: YAML/JSON, a directory, or - for stdin (repeatable)",
     )  # fmt: skip
     parser.add_argument(
-        "-R", "--recursive", action=argparse.BooleanOptionalAction, default=True,
-        help="read a -f directory's subdirectories too, as kubectl's -R; --no-recursive: its own files only",
+        "-R", "--recursive", action="store_true", default=True,
+        help="process the directory used in -f, --filename recursively, as kubectl -R does "
+        "(on unless --no-recursive: a pipeline pointed at a tree must not check less)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-recursive", dest="recursive", action="store_false",
+        help="read only the files directly in a -f directory, as kubectl without -R",
     )  # fmt: skip
 
 
@@ -55,11 +65,9 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
     """Where ``check`` and ``map`` take the cluster state from: files, a live cluster, the sample."""
     parser.add_argument(
         "--state", "--cluster", dest="state", action="append", metavar="FILE|DIR",
-        help="cluster state from these files (repeatable; --cluster is an alias): what `kubectl get "
-        "nodes,pods,namespaces,limitranges,priorityclasses -A -o yaml` and `kubectl get topologies,"
-        "resourceflavors,clusterqueues,localqueues,cohorts,workloads,workloadpriorityclasses -A -o yaml` "
-        "print; default: the embedded "
-        "sample GPU cluster",
+        help="cluster state from these files (repeatable; --cluster is an alias): what "
+        + ", ".join(f"`{c.command}`" + (" (where served)" if c.when else "") for c in dump_commands())
+        + " print; default: the embedded sample GPU cluster",
     )  # fmt: skip
     parser.add_argument(
         "--live", action="store_true",

@@ -39,11 +39,22 @@ def _yaml(results: Sequence[check.Result], rejected: Sequence[Rejected]) -> None
 
 
 def _patched(results: Sequence[check.Result], rejected: Sequence[Rejected]) -> None:
-    """The objects as stored after the mutation on stdout; what is not an object on stderr."""
-    patched = [apply_entries(r.obj, r.decision.patch) for r in results if r.obj is not None and r.decision]
+    """Only what the API server would store, as it would store it after the mutation, on stdout
+    (a denied object is never stored: piped to ``kubectl apply`` it must not be applied); what
+    was left out, and why, on stderr."""
+    stored = [r for r in results if r.obj is not None and r.decision is not None and r.decision.allowed]
+    patched = [apply_entries(r.obj, r.decision.patch) for r in stored if r.obj and r.decision]
     sys.stdout.write(yaml.safe_dump_all(patched, sort_keys=False))  # as read: YAML's own types
-    for failed in (r for r in results if r.outcome == "error"):
-        print(f"tasgate: error: {failed.error}", file=sys.stderr)
+    for r in results:
+        if r.outcome == "error":
+            print(f"tasgate: error: {r.error}", file=sys.stderr)
+        elif r.decision is not None and not r.decision.allowed:
+            d = r.decision
+            print(
+                f"tasgate: left out {d.kind} {d.namespace}/{d.name} [{r.source}]: denied "
+                f"({d.reason.value}), the API server would not store it",
+                file=sys.stderr,
+            )
     print(check.summary_line(results), file=sys.stderr)
 
 

@@ -1,4 +1,10 @@
-"""`tasgate check`'s text output: one block per workload, columns that say what they count."""
+"""`tasgate check`'s text output: one block per workload, columns that say what they count.
+
+Its facts are the JSON report's (``decide.report``): "fits now" is whether the PodSet can start
+now, and when quota in use holds the workload back it says so beside whether the topology has
+room, as ``fitsNow``/``topologyFitsNow``/``quotaNow`` do; a podset group's leader names the
+PodSet its figures belong to instead of printing them as its own.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,10 @@ from typing import Any
 
 from scorer.model import Mode, Placement
 from webhook.cli.check import Result, summary_line
-from webhook.decide.messages import short_level
+from webhook.decide.gang import partial_minimum
+from webhook.decide.messages import plural, short_level
 from webhook.decide.patch import added_keys
-from webhook.decide.report import levels_json
+from webhook.decide.report import field_errors, fits_now, group_partners, levels_json, quota_held
 from webhook.decide.verdicts import Decision, PodSetVerdict
 from webhook.model.quantity import format_quantity
 
@@ -28,18 +35,26 @@ def _block(r: Result) -> str:
     lines = [f"{d.kind} {d.namespace}/{d.name}: {VERDICT[r.outcome]} ({d.reason.value})  [{r.source}]"]
     if d.queue or d.topology:
         lines.append(f"  {_where(d)}")
-    if d.message:
-        lines.append(f"  {d.message}")
+    lines += _message(d)
     lines += [f"  warning: {w}" for w in d.warnings]
+    held, partners = quota_held(d), group_partners(d)
     for v in d.pod_sets:
-        lines += _pod_set(v, _unplaced(r))
+        lines += _pod_set(v, _unplaced(r), held, partners.get(v.name))
     if d.patch:
         keys = ", ".join(sorted({key for op in d.patch for key in added_keys(op)}))
-        lines.append(f"  patch: {len(d.patch)} op(s) adding {keys}")
+        lines.append(f"  patch: {plural(len(d.patch), 'op')} adding {keys}")
     lines += [
         f"  {g['kind'].lower()}: {g['kind']} {g['metadata']['name']}{_group_size(g)}" for g in d.pod_groups
     ]
     return "\n".join(lines)
+
+
+def _message(d: Decision) -> list[str]:
+    """The verdict's message; an invalid object's field errors one per line."""
+    errors = field_errors(d)
+    if len(errors) > 1:
+        return [f"  {plural(len(errors), 'invalid field')}:", *(f"    {e}" for e in errors)]
+    return [f"  {d.message}"] if d.message else []
 
 
 def _group_size(group: Mapping[str, Any]) -> str:
@@ -47,7 +62,9 @@ def _group_size(group: Mapping[str, Any]) -> str:
     the PodGroup itself or of each template of a Workload): whichever the object carries."""
     spec = group.get("spec") or {}
     if "minMember" in spec:
-        return f" minMember={spec['minMember']}"
+        least = partial_minimum(group)  # Kueue may admit fewer: the reconciler follows its count
+        follows = f" (as few as {least} if Kueue admits partially; set from the Workload's admission)"
+        return f" minMember={spec['minMember']}" + (follows if least is not None else "")
     templates = spec.get("podGroupTemplates", ())
     policies = [spec.get("schedulingPolicy"), *(t.get("schedulingPolicy") for t in templates)]
     counts = [str(p["gang"]["minCount"]) for p in policies if isinstance(p, Mapping) and "gang" in p]
@@ -76,12 +93,19 @@ def _unplaced(r: Result) -> str:
     return "not placed: denied before placement"
 
 
-def _pod_set(v: PodSetVerdict, unplaced: str) -> list[str]:
+def _pod_set(v: PodSetVerdict, unplaced: str, held: str, workers: str | None) -> list[str]:
     per_pod = ", ".join(f"{r} {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "nothing"
-    head = f"  PodSet {v.name}: {v.count} pods, {_how(v)}; per pod {per_pod}"
+    head = f"  PodSet {v.name}: {plural(v.count, 'pod')}, {_how(v)}; per pod {per_pod}"
     if not v.judged:
         return [head, f"    {unplaced}"]
-    lines = [head, f"    fits now: {_yes(v.now)} · fits when empty: {_yes(v.never)}{_partial(v)}"]
+    now = "yes" if fits_now(v, held) else "no"
+    if held:  # both facts: the topology's room, and the quota that holds the workload back
+        now += (
+            f" (the topology {'has' if _yes(v.now) == 'yes' else 'has no'} room; quota in use holds it back)"
+        )
+    lines = [head, f"    fits now: {now} · fits when empty: {_yes(v.never)}{_partial(v)}"]
+    if workers is not None:
+        return [*lines, f"    {_leader(v, workers)}"]
     rows = levels_json(v)
     if rows:
         width = max(len(short_level(r["level"])) for r in rows)
@@ -95,6 +119,23 @@ def _pod_set(v: PodSetVerdict, unplaced: str) -> list[str]:
                 f"  {r['whenEmptyFittingDomains']} of {r['domains']}"
             )
     return lines
+
+
+def _leader(v: PodSetVerdict, workers: str) -> str:
+    """A group leader's own place; its level table would be the group's, counted in workers."""
+    where = ", ".join(
+        f"{when} on {_hosts(p)}" for when, p in (("now", v.now), ("when empty", v.never)) if _hosts(p)
+    )
+    own = f": {where}" if where else ""
+    return (
+        f"placed with PodSet {workers} as one podset group ({v.request.group}){own}; "
+        f"the per-level figures are the group's, under {workers}"
+    )
+
+
+def _hosts(p: Placement | None) -> str:
+    a = p.assignment if p is not None and p.fits else None
+    return ", ".join(",".join(d.values) for d in a.domains) if a else ""
 
 
 def _how(v: PodSetVerdict) -> str:

@@ -23,16 +23,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+import yaml
 from kubernetes_asyncio import client
 
 from webhook.cli.options import add_kubeconfig_arguments, add_policy_argument
 from webhook.cli.sources import list_kinds, state_for
 from webhook.files.kubeconfig import default_kubeconfig
 from webhook.files.policy import load_policy
+from webhook.live.kinds import Kind
 from webhook.live.native import slim_pod
 from webhook.live.tracked import ledger_table, tracked_kinds
 from webhook.live.tracker import cluster_queue_of
-from webhook.live.watch import Kind
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
 from webhook.track.classify import State
@@ -41,6 +42,7 @@ from webhook.track.quality import placement, topology_levels
 from webhook.track.records import WorkloadRecord, parse_pod
 
 NATIVE_PODS = "native-pods"  # every pod, of which those naming a native PodGroup are kept
+FORMATS = ("table", "wide", "json", "yaml")
 COLUMNS = ("NAMESPACE", "NAME", "KIND", "QUEUE", "STATE", "REASON", "AGE")
 REJECTED_COLUMNS = ("KIND", "NAMESPACE/NAME", "REASON")
 
@@ -54,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the gangs of every namespace (tasgate's default: status is the whole cluster's picture)",
     )  # fmt: skip
     parser.add_argument(
-        "-o", "--output", choices=("table", "wide", "json"), default="table", help="output format"
-    )
+        "-o", "--output", choices=FORMATS, default="table",
+        help="table, wide (adds the domains and the message), or a GangStatusList document as json or yaml",
+    )  # fmt: skip
     add_policy_argument(parser, "policy file, or 'default' / 'none' (its partialStartAfter)")
     parser.set_defaults(handler=run)
 
@@ -80,14 +83,18 @@ def run(args: argparse.Namespace) -> int:
     ]
     # Cluster-scoped objects (ClusterQueues, flavors, topologies) concern every namespace.
     rejected = [r for r in state.rejected if args.namespace in (None, r.namespace) or not r.namespace]
-    if args.output == "json":
+    if args.output in ("json", "yaml"):
         doc = {
             "apiVersion": "tasgate.io/v1",
             "kind": "GangStatusList",
             "items": [item(t, state, now) for t in tracked],
             "rejected": [r.as_json() for r in rejected],
         }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+        # YAML is made from the JSON, so the two documents can never disagree (as `check -o yaml`).
+        sys.stdout.write(
+            text if args.output == "json" else yaml.safe_dump(orjson.loads(text), sort_keys=False)
+        )
     else:
         print(table(tracked, now, wide=args.output == "wide", domains=domains_of(tracked, state)))
         if rejected:

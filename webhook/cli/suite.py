@@ -8,20 +8,26 @@ a ``policy`` (``default``, ``none`` or a file) and ``cases``: each a ``manifest`
 Every case prints one line. A suite that cannot be run (a bad shape, an unreadable state or
 policy: ``suite_doc``) prints one ``ERROR`` line and the other suites still run. The run ends with
 ``N passed, M failed`` (and how many suites could not run) and exits 1 on a failure, 2 when a
-suite could not run (unreadable input, as in `tasgate check`).
+suite could not run (unreadable input, as in `tasgate check`). ``-o junit`` and ``-o json`` print
+the same results for a CI system to read (``suite_report``), the summary line then on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from webhook.cli.check import Result, check_all
+from webhook.cli.inputs import failure_text
 from webhook.cli.sources import checkable
 from webhook.cli.suite_doc import Case, Suite, SuiteError, is_suite, read_suite
+from webhook.cli.suite_report import CaseRun, SuiteRun, write
+from webhook.decide.messages import plural
 from webhook.decide.patch import added_keys
 from webhook.decide.policy import Policy, PolicyError
 from webhook.files.loader import Document, LoadError, load_each
@@ -36,6 +42,9 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 SUITE_ERRORS = (SuiteError, LoadError, PolicyError, InvalidObject, BadRequest)
 
 
+FORMATS = ("text", "json", "junit")
+
+
 @dataclass
 class Tally:
     passed: int = 0
@@ -43,40 +52,73 @@ class Tally:
     errors: int = 0
 
     def line(self) -> str:
-        unrun = f", {self.errors} suite(s) could not run" if self.errors else ""
+        unrun = f", {plural(self.errors, 'suite')} could not run" if self.errors else ""
         return f"{self.passed} passed, {self.failed} failed{unrun}"
 
     def code(self) -> int:
         return EXIT_ERROR if self.errors else EXIT_FAILED if self.failed else EXIT_OK
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="+", metavar="DIR|FILE", help="suite files, or directories holding them"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=FORMATS, default="text",
+        help="text: a line per case; junit: JUnit XML for a CI system; json: a TestReport document",
+    )  # fmt: skip
+    parser.set_defaults(handler=run)
+
+
 def run(args: argparse.Namespace) -> int:
-    tally = Tally()
+    tally, runs = Tally(), []
+    text = getattr(args, "output", "text") == "text"
     for source, found in _suites(args.paths):
-        try:
-            suite, state, policy = _prepare(source, found)
-        except SUITE_ERRORS as exc:
-            # An unreadable file's message names it already.
-            print(f"ERROR {exc}" if isinstance(found, str) else f"ERROR {source}: {exc}")
+        done = _run_suite(source, found)
+        runs.append(done)
+        if done.error:
             tally.errors += 1
-            continue
-        for case in suite.cases:
-            problems = _run_case(case, state, policy)
-            print(f"PASS {case.label}" if not problems else f"FAIL {case.label}: {'; '.join(problems)}")
-            tally.passed, tally.failed = tally.passed + (not problems), tally.failed + bool(problems)
+        for case in done.cases:
+            tally.passed, tally.failed = tally.passed + case.passed, tally.failed + (not case.passed)
+        if text:
+            print("\n".join(_lines(done)))
     if not (tally.passed or tally.failed or tally.errors):
         raise LoadError(
             "no test cases found (a suite is a document with apiVersion tasgate.io/v1alpha1, kind Test)"
         )
-    print(tally.line())
+    if not text:
+        write(runs, args.output)
+    print(tally.line(), file=sys.stdout if text else sys.stderr)
     return tally.code()
+
+
+def _run_suite(source: str, found: Document | str) -> SuiteRun:
+    """One suite's cases run, or why it could not run (an unreadable file's message names it)."""
+    file = source.split(" (document", 1)[0]
+    try:
+        suite, state, policy = _prepare(source, found)
+    except SUITE_ERRORS as exc:
+        why = f"{exc}" if isinstance(found, str) else f"{source}: {exc}"
+        return SuiteRun(source, file, (), why)
+    cases = []
+    for case in suite.cases:
+        start = time.perf_counter()
+        problems = _run_case(case, state, policy)
+        cases.append(CaseRun(case.label, case.manifest, tuple(problems), time.perf_counter() - start))
+    return SuiteRun(suite.name, file, tuple(cases))
+
+
+def _lines(done: SuiteRun) -> list[str]:
+    if done.error:
+        return [f"ERROR {done.error}"]
+    return [f"PASS {c.label}" if c.passed else f"FAIL {c.label}: {'; '.join(c.problems)}" for c in done.cases]
 
 
 def _suites(paths: list[str]) -> Iterator[tuple[str, Document | str]]:
     """(where, suite document) per suite found, or (where, why) per input that cannot be read."""
     for item in load_each(paths):
         if not isinstance(item, Document):
-            yield item.source, item.message
+            yield item.source, failure_text(item)
         elif is_suite(item.obj):
             yield item.source, item
 
@@ -101,7 +143,7 @@ def _run_case(case: Case, state: ClusterState, policy: Policy) -> list[str]:
 def _problems(results: list[Result], expect: Mapping[str, Any]) -> list[str]:
     unknown = set(expect) - EXPECT_KEYS
     if unknown:
-        return [f"unknown expectation(s) {sorted(unknown)}"]
+        return [f"unknown expectation{'s' if len(unknown) > 1 else ''} {sorted(unknown)}"]
     if len(results) != 1:
         return [f"the manifest must hold exactly one workload, found {len(results)}"]
     (r,) = results

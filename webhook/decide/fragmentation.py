@@ -8,6 +8,9 @@ in one run per shape, the most pods one domain of each level holds and how many 
 whole gang, exactly as Kueue's TAS counts them. Per-domain fits (for the picture) are the same
 run on the view with every leaf outside the domain emptied. Free and total accelerators are plain
 sums of the views' capacity arrays: what is there, not what fits.
+
+A shape's pods count as `check` counts a workload of that shape (``host_marks``): a host
+tainted for some pods only holds none of them, and is marked, as NotReady and cordoned hosts are.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from scorer import Cluster, View, default_engine
 from scorer.model import Mode, PodSetRequest, Toleration, TopologyRequest
 from scorer.tree import Tree
+from webhook.decide.host_marks import Marks, host_marks, shape_tolerations
 from webhook.decide.policy import GangShape, Policy
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
@@ -43,7 +47,9 @@ class ShapeCount:
 @dataclass(frozen=True, slots=True)
 class DomainFigure:
     """One domain's accelerators: ``total`` on every node of the flavor, ``free`` now, ``used`` by
-    bound pods, ``unavailable`` on nodes Kueue does not count now (NotReady, cordoned)."""
+    bound pods, ``unavailable`` on nodes Kueue does not count now (NotReady, cordoned), ``tainted``
+    on nodes it counts whose taints keep the shapes' pods off; a host's ``marks`` say why it is
+    unavailable or tainted ("cordoned", "not ready", "tainted k=v:NoSchedule")."""
 
     level: str
     path: tuple[str, ...]
@@ -52,6 +58,8 @@ class DomainFigure:
     used: int
     unavailable: int
     shapes: tuple[ShapeCount, ...] = ()  # filled only when per-domain fits were asked for
+    tainted: int = 0
+    marks: tuple[str, ...] = ()
 
     @property
     def domain_id(self) -> str:
@@ -137,7 +145,11 @@ def flavor_figures(
     if counting and never.tree.level_offsets[-2] > MAX_DOMAIN_RUNS:
         counting = False
         notes.append(f"per-domain fits left out: more than {MAX_DOMAIN_RUNS} domains")
-    domains = _domain_figures(now, never, present, shapes if counting else (), accelerator, hosts)
+    tolerated = shape_tolerations(cluster.nodes, accelerator)
+    away = cluster.away_counts() != (0, 0)
+    marks = host_marks(never, (*tolerated, *now.flavor_tolerations), present, away)
+    requests = [shape_request(now, accelerator, s, tolerated) for s in (shapes if counting else ())]
+    domains = _domain_figures(now, never, present, requests, shapes, hosts, marks)
     return FlavorFigures(
         topology,
         flavor,
@@ -145,16 +157,18 @@ def flavor_figures(
         never.tree.hostname_leaves,
         accelerator,
         domains,
-        _shape_figures(now, accelerator, shapes) if runnable else (),
+        _shape_figures(now, accelerator, shapes, tolerated) if runnable else (),
         tuple(notes),
     )
 
 
-def _shape_figures(now: View, accelerator: str, shapes: Sequence[GangShape]) -> tuple[ShapeFigure, ...]:
+def _shape_figures(
+    now: View, accelerator: str, shapes: Sequence[GangShape], tolerated: tuple[Toleration, ...]
+) -> tuple[ShapeFigure, ...]:
     """One engine run per shape; its per-level table is every level's figure."""
     out = []
     for shape in shapes:
-        (placement,) = now.place([shape_request(now, accelerator, shape)], default_engine())
+        (placement,) = now.place([shape_request(now, accelerator, shape, tolerated)], default_engine())
         for row in placement.levels:
             gangs = row.max_pods // shape.pods
             out.append(
@@ -167,12 +181,11 @@ def _has(tree: Tree, resource: str) -> bool:
     return tree.resource_column(resource) >= 0
 
 
-def shape_request(view: View, accelerator: str, shape: GangShape) -> PodSetRequest:
+def shape_request(
+    view: View, accelerator: str, shape: GangShape, tolerations: tuple[Toleration, ...] = ()
+) -> PodSetRequest:
     """A shape's gang as Kueue would see it: required at the top level (the engine's per-level
-    table covers every level whatever is asked), tolerating the nodes' own taints (GPU nodes are
-    tainted for exactly such pods) but not the node-condition ones."""
-    taints = {(t.key, t.effect) for cls in view.tree.taint_classes for t in cls if not t.is_condition}
-    tolerations = tuple(Toleration(key, "Exists", "", effect) for key, effect in sorted(taints))
+    table covers every level whatever is asked), with ``shape_tolerations``."""
     return PodSetRequest(
         name=shape.text,
         count=shape.pods,
@@ -186,15 +199,16 @@ def _domain_figures(
     now: View,
     never: View,
     resources: Sequence[str],
+    requests: Sequence[PodSetRequest],
     shapes: Sequence[GangShape],
-    accelerator: str,
     hosts: bool,
+    marked: Marks,
 ) -> tuple[DomainFigure, ...]:
     totals = domain_sums(never.tree, never.tree.capacity, resources)
     capacity_now = domain_sums(now.tree, now.tree.capacity, resources)
     free_now = domain_sums(now.tree, now.free, resources)
     index_now = {path: d for d, path in enumerate(now.tree.paths)}
-    requests = [shape_request(now, accelerator, s) for s in shapes]
+    marks, tainted = marked
     out = []
     tree = never.tree
     host_level = len(tree.levels) - 1 if tree.hostname_leaves else -1
@@ -208,7 +222,11 @@ def _domain_figures(
             counts: tuple[ShapeCount, ...] = ()
             if requests and d_now is not None and level != host_level:
                 counts = _domain_counts(now, d_now, level, requests, shapes)
-            out.append(DomainFigure(name, path, total, free, max(cap - free, 0), total - cap, counts))
+            used, away = max(cap - free, 0), total - cap
+            figure = DomainFigure(
+                name, path, total, free, used, away, counts, tainted.get(path, 0), marks.get(path, ())
+            )
+            out.append(figure)
     return tuple(out)
 
 
@@ -221,7 +239,8 @@ def _domain_counts(
     ``gpusPerPod`` share one run.
     """
     tree = view.tree
-    first, last = _leaf_range(tree, domain)
+    leaves = tree.leaf_range(tree.paths[domain])  # contiguous, since children are
+    first, last = leaves.start, leaves.stop
     width = len(tree.resources)
     masked = array("q", bytes(8 * len(view.free)))
     masked[first * width : last * width] = view.free[first * width : last * width]
@@ -233,16 +252,6 @@ def _domain_counts(
         if shape.gpus_per_pod not in pods:
             pods[shape.gpus_per_pod] = alone.place([request])[0].levels[level].max_pods
     return tuple(ShapeCount(shape, pods[shape.gpus_per_pod]) for shape in shapes)
-
-
-def _leaf_range(tree: Tree, domain: int) -> tuple[int, int]:
-    """Leaves of a domain are contiguous: from its first descendant's first leaf to its last's last."""
-    first = last = domain
-    while tree.child_end[first] > tree.child_start[first]:
-        first = tree.child_start[first]
-    while tree.child_end[last] > tree.child_start[last]:
-        last = tree.child_end[last] - 1
-    return first - tree.leaf_offset, last - tree.leaf_offset + 1
 
 
 def domain_sums(tree: Tree, amounts: array[int], resources: Sequence[str]) -> dict[tuple[str, ...], int]:

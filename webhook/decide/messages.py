@@ -22,6 +22,12 @@ HEADLINE_FALLBACK = ("cpu", "memory")
 NODE_EXCLUSIONS = ("taint ", "nodeSelector", "affinity")
 
 
+def plural(n: int, noun: str, many: str = "") -> str:
+    """``1 pod``, ``2 pods``, ``0 errors``: a count with its noun in the right number (every text a
+    person reads says "1 pod", never "1 pods")."""
+    return f"{n} {noun if n == 1 else many or noun + 's'}"
+
+
 def short_level(level: str) -> str:
     """`cloud.provider.com/topology-rack` reads as "rack"; hostname as "node"."""
     if level == HOSTNAME_LABEL:
@@ -82,7 +88,7 @@ def _exclusion_cause(placement: Placement) -> str | None:
     if not blocking:
         return None
     total = placement.total_nodes
-    parts = [f"{_exclusion_name(r)} excludes {n} of {total} nodes" for r, n in blocking]
+    parts = [f"{_exclusion_name(r)} excludes {n} of {plural(total, 'node')}" for r, n in blocking]
     advice = sorted({_advice(r) for r, _ in blocking})
     rest = [f"{r}: {n}" for r, n in placement.excluded if not r.startswith(NODE_EXCLUSIONS)]
     others = f" (and {', '.join(rest)})" if rest else ""
@@ -106,11 +112,19 @@ def _advice(reason: str) -> str:
 
 
 def exclusion_note(placement: Placement) -> str:
-    """Kueue's own exclusion counts, for a message whose main cause is capacity."""
-    if not placement.excluded:
+    """The nodes Kueue left out for a reason the user can change (a taint, the nodeSelector,
+    required node affinity), with the change, for a message whose main cause is capacity.
+
+    Nodes left out for lack of a resource are not named: that is the capacity the message
+    already counts ("limited by nvidia.com/gpu"), and "Kueue left out resource nvidia.com/gpu: 1"
+    after it gives nobody anything to do."""
+    blocking = [(r, n) for r, n in placement.excluded if r.startswith(NODE_EXCLUSIONS)]
+    if not blocking:
         return ""
-    listed = ", ".join(f"{r}: {n}" for r, n in placement.excluded)
-    return f" Of {placement.total_nodes} nodes, Kueue left out {listed}."
+    listed = "; ".join(f"{_exclusion_name(r)} excludes {plural(n, 'node')}" for r, n in blocking)
+    advice = " and ".join(sorted({_advice(r) for r, _ in blocking}))
+    them = "it" if sum(n for _, n in blocking) == 1 else "them"
+    return f" Of {plural(placement.total_nodes, 'node')}, {listed}: {advice} to use {them}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +135,7 @@ class Slices:
     level: str
 
     def pods(self, slices: int) -> str:
-        return f"{slices} slice(s) of {self.size} ({slices * self.size} pods)"
+        return f"{plural(slices, 'slice')} of {self.size} ({plural(slices * self.size, 'pod')})"
 
 
 def slices_of(request: TopologyRequest) -> Slices | None:
@@ -163,7 +177,7 @@ def never_fits(
     ``request_level`` the level the PodSet names (None: implied or unconstrained). A sliced
     request is counted in slices everywhere: a domain's pods say nothing about the slices it holds.
     """
-    head = f'PodSet "{pod_set}" ({count} pods × {summary}'
+    head = f'PodSet "{pod_set}" ({plural(count, "pod")} × {summary}'
     head += f", in slices of {slices.size} per {short_level(slices.level)})" if slices else ")"
     if cause is not None:
         return f"{head} can never be placed: {cause}."
@@ -172,8 +186,8 @@ def never_fits(
         return f"{head} can never be placed: {why}.{exclusion_note(never)}"
     if spreads:
         held = never.fit_count
-        unit = slices.pods(held) if slices else f"{held} such pods"
-        ask = slices.pods(held) if slices else f"{held} pods"
+        unit = slices.pods(held) if slices else plural(held, "such pod", "such pods")
+        ask = slices.pods(held) if slices else plural(held, "pod")
         return (
             f"{head} can never be placed: the whole topology holds only {unit} even when empty; "
             f"ask for at most {ask}.{exclusion_note(never)}"
@@ -188,11 +202,11 @@ def never_fits(
 
 
 def _held(row: LevelCapacity, slices: Slices | None) -> str:
-    return slices.pods(row.max_slices) if slices else f"{row.max_pods} such pods"
+    return slices.pods(row.max_slices) if slices else plural(row.max_pods, "such pod", "such pods")
 
 
 def _at_most(row: LevelCapacity, slices: Slices | None) -> str:
-    return slices.pods(row.max_slices) if slices else f"{row.max_pods} pods"
+    return slices.pods(row.max_slices) if slices else plural(row.max_pods, "pod")
 
 
 def _required_hint(
@@ -219,8 +233,12 @@ def _required_hint(
     if slices:
         total = total // slices.size * slices.size
         whole_slices = slices.pods(total // slices.size)
-        return f" The whole topology holds only {whole_slices} even when empty; ask for at most {total} pods."
-    return f" The whole topology holds only {total} such pods even when empty; ask for at most {total}."
+        return (
+            f" The whole topology holds only {whole_slices} even when empty; ask for at most "
+            f"{plural(total, 'pod')}."
+        )
+    most = plural(total, "such pod", "such pods")
+    return f" The whole topology holds only {most} even when empty; ask for at most {total}."
 
 
 def _holds_a_slice(never: Placement, slices: Slices) -> bool:
@@ -238,29 +256,28 @@ def _no_slice(never: Placement, slices: Slices, level: str | None) -> str:
     names = [r.level for r in never.levels]
     above = never.levels[: names.index(slices.level)]
     coarser = next((r for r in reversed(above) if r.max_pods >= slices.size), None)
-    advice = [f"slices of at most {_pods(most)}"] if most >= 1 else []
+    advice = [f"slices of at most {plural(most, 'pod')}"] if most >= 1 else []
     if coarser is not None:
         both = level is not None and level in names and names.index(coarser.level) < names.index(level)
         what = "level for the PodSet and its slices" if both else "slice level"
-        advice.append(f'"{coarser.level}" as the {what} (one holds {_pods(coarser.max_pods)})')
+        advice.append(f'"{coarser.level}" as the {what} (one holds {plural(coarser.max_pods, "pod")})')
     fix = f"; use {' or '.join(advice)}" if advice else ""
-    one = _pods(slices.size)
+    one = plural(slices.size, "pod")
     return f"no {where} holds one slice of {one} even when empty (the largest holds {most}){fix}"
-
-
-def _pods(n: int) -> str:
-    return f"{n} pod" if n == 1 else f"{n} pods"
 
 
 def waits(pod_set: str, level: str, now: Placement, required: bool) -> str:
     """Fits the empty cluster, not the current free capacity: Kueue's own numbers for the mode."""
-    unit = "pods" if now.unit == "pod" else "slices"
     where = f"the best {short_level(level)}" if required else "the topology"
-    short = max(now.total_count - now.fit_count, 0)
-    return (
-        f'PodSet "{pod_set}" must wait: {where} has room for {now.fit_count} of {now.total_count} {unit} '
-        f"now ({short} short); it fits when capacity frees up"
-    )
+    figure = room(where, now.fit_count, now.total_count, now.unit == "pod")
+    return f'PodSet "{pod_set}" must wait: {figure}; it fits when capacity frees up'
+
+
+def room(where: str, held: int, needed: int, pods: bool) -> str:
+    """The must-wait figure in words, "the best block has room for 10 of 15 pods now (5 short)":
+    the warning and `map` both say it through here (``pods`` False: counted in slices)."""
+    noun = plural(needed, "pod" if pods else "slice")
+    return f"{where} has room for {held} of {noun} now ({max(needed - held, 0)} short)"
 
 
 def left_out(rejected: Rejected) -> str:

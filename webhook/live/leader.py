@@ -22,6 +22,10 @@ What the library does not, this does:
   retry period or more after a follower may take over. Here every Lease request is bounded
   (``renew_seconds / 2``) and a watchdog steps down (cancels the election and the work) as soon
   as the last successful write of the Lease is ``renew_seconds`` old.
+- It logs each failed attempt, a failed create as an ERROR with a traceback every retry period,
+  without the cause's fix. The lock here (``live.lease``) says each cause once (a missing
+  ``--lease-namespace``, missing RBAC), and its recovery once; ``Standing`` holds it for
+  ``/readyz`` and says whether this replica leads.
 - It never gives the Lease back. A leader that stops cleanly (``lead`` cancelled) releases it
   as client-go does (empty holder, 1 s duration), so a follower takes over at its next try
   instead of after ``lease_seconds``.
@@ -42,15 +46,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection.electionconfig import Config
 from kubernetes_asyncio.leaderelection.leaderelection import LeaderElection
-from kubernetes_asyncio.leaderelection.leaderelectionrecord import LeaderElectionRecord
-from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+from webhook.live.lease import LeaseError, Lock, Standing, quiet_the_library
 
 log = logging.getLogger("tasgate.leader")
 BACKOFF_MAX = 30.0
@@ -85,47 +88,21 @@ def identity_of(configured: str) -> str:
     return configured or os.environ.get("POD_NAME") or socket.gethostname()
 
 
-class _Lock(LeaseLock):
-    """The library's Lease lock, with bounded requests and the time of the last successful write
-    (taken when it was sent: the conservative end)."""
-
-    def __init__(self, campaign: Campaign, identity: str, api: client.ApiClient) -> None:
-        super().__init__(campaign.lease_name, campaign.lease_namespace, identity, api)
-        self.timeout = campaign.renew_seconds / 2
-        self.renewed = -math.inf
-
-    async def get(self, name: str, namespace: str) -> Any:
-        async with asyncio.timeout(self.timeout):
-            return await super().get(name, namespace)
-
-    async def create(self, name: str, namespace: str, election_record: LeaderElectionRecord) -> bool:
-        sent = time.monotonic()
-        async with asyncio.timeout(self.timeout):
-            done = await super().create(name, namespace, election_record)
-        self.renewed = sent if done else self.renewed
-        return done
-
-    async def update(self, name: str, namespace: str, updated_record: LeaderElectionRecord) -> bool:
-        sent = time.monotonic()
-        async with asyncio.timeout(self.timeout):
-            done = await super().update(name, namespace, updated_record)
-        self.renewed = sent if done else self.renewed
-        return done
-
-
 class _Term:
     """One campaign's leadership: the work task this module owns, and whether it was announced."""
 
-    def __init__(self, work: Callable[[], Awaitable[None]], on_change: Callable[[bool], None]) -> None:
-        self.work, self.on_change = work, on_change
+    def __init__(
+        self, work: Callable[[], Awaitable[None]], on_change: Callable[[bool], None], standing: Standing
+    ) -> None:
+        self.work, self.on_change, self.standing = work, on_change, standing
         self.task: asyncio.Task[None] | None = None
         self.held = False  # announced and not yet ended
         self.led = False  # held the Lease at some point of this term
 
     async def started(self) -> None:
         """The library's ``onstarted_leading``: start the work in a task of ours, and wait on it."""
-        self.held = self.led = True
-        log.info("elected leader: writing")
+        self.held = self.led = self.standing.leading = True
+        log.info("elected leader of the Lease %s: writing PodGroups and Events", self.standing.where)
         _announce(self.on_change, True)
         self.task = asyncio.create_task(_supervised(self.work), name="leader-work")
         await asyncio.shield(self.task)  # the library cancelling this must not be the only stop
@@ -143,8 +120,8 @@ class _Term:
             if not self.task.cancelled() and self.task.exception() is not None:
                 log.error("the leader's work failed", exc_info=self.task.exception())
         if self.held:
-            self.held = False
-            log.info("no longer the leader: writers stopped")
+            self.held = self.standing.leading = False
+            log.info("no longer the leader of the Lease %s: writers stopped", self.standing.where)
             _announce(self.on_change, False)
 
 
@@ -153,13 +130,19 @@ async def lead(
     campaign: Campaign,
     work: Callable[[], Awaitable[None]],
     on_change: Callable[[bool], None] = lambda leading: None,
+    standing: Standing | None = None,
 ) -> None:
-    """Campaign forever; run ``work`` while leading. Cancel it to stop (the Lease is released)."""
+    """Campaign forever; run ``work`` while leading. Cancel it to stop (the Lease is released).
+    ``standing`` is told why the Lease cannot be taken (each cause logged once) and whether
+    this replica leads."""
     campaign.check()
+    quiet_the_library()
+    standing = standing or Standing(campaign)
     identity = identity_of(campaign.identity)
+    log.info("campaigning for the Lease %s as %s", standing.where, identity)
     backoff = campaign.retry_seconds
     while True:
-        term, lock = _Term(work, on_change), _Lock(campaign, identity, api)
+        term, lock = _Term(work, on_change, standing), Lock(campaign, identity, api, standing)
         config = Config(
             lock,
             math.ceil(campaign.lease_seconds),
@@ -181,14 +164,14 @@ async def lead(
             raise
         except Exception as exc:  # the library lets some API errors out: never stop campaigning
             delay, backoff = backoff, min(backoff * 2, BACKOFF_MAX)
-            _logged(exc, delay)
+            _logged(exc, standing)
         if term.led:
             backoff = campaign.retry_seconds
         await term.end()
         await asyncio.sleep(delay)
 
 
-async def _watched(election: asyncio.Task[None], term: _Term, lock: _Lock, renew_seconds: float) -> None:
+async def _watched(election: asyncio.Task[None], term: _Term, lock: Lock, renew_seconds: float) -> None:
     """Wait for the library's ``run`` (it returns when a held Lease is lost, or raises); while
     leading, step down the moment the Lease has gone ``renew_seconds`` without a write."""
     while True:
@@ -242,11 +225,14 @@ def _announce(on_change: Callable[[bool], None], leading: bool) -> None:
         log.exception("on_change(%s) failed", leading)
 
 
-def _logged(exc: Exception, backoff: float) -> None:
-    if isinstance(exc, ApiException | aiohttp.ClientError | OSError | TimeoutError):
-        log.warning("leader election: %s; campaigning again in %.0fs", _words(exc), backoff)
+def _logged(exc: Exception, standing: Standing) -> None:
+    """An API failure is a cause, said once until it changes; anything else is a bug, with its traceback."""
+    if isinstance(exc, LeaseError):
+        standing.blocked(str(exc))
+    elif isinstance(exc, ApiException | aiohttp.ClientError | OSError | TimeoutError):
+        standing.blocked(f"cannot reach the Lease {standing.where}: {_words(exc)}")
     else:
-        log.error("leader election failed; campaigning again in %.0fs", backoff, exc_info=exc)
+        log.error("leader election failed; campaigning again", exc_info=exc)
 
 
 def _words(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from kubernetes_asyncio import client
 
+from webhook.live.kinds import Kind, custom_lister
 from webhook.live.native import (
     JOBS,
     POD_GROUPS,
@@ -15,7 +16,6 @@ from webhook.live.native import (
     Lister,
     NativeBook,
 )
-from webhook.live.watch import Kind, custom_lister
 from webhook.model.workloads.native import NATIVE_API
 
 

@@ -26,7 +26,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.live import reconcile_view as view
-from webhook.live.watch import Kind, custom_lister
+from webhook.live.kinds import Kind, custom_lister
 from webhook.model.workloads.native import NATIVE_API, scheduling_group
 from webhook.wire.errors import InvalidObject
 

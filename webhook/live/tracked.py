@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from webhook.live.watch import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
+from webhook.live.kinds import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
 from webhook.model.workloads.native import NATIVE_API
 from webhook.track.records import PODSET_LABEL
 

@@ -35,6 +35,7 @@ class Hidden:
     total: int
     used: int
     unavailable: int
+    tainted: int = 0
 
     @property
     def label(self) -> str:
@@ -43,8 +44,9 @@ class Hidden:
 
     @property
     def figure(self) -> str:
-        text = f"{self.free}/{self.total}"
-        return text + (f" ({self.unavailable} unavailable)" if self.unavailable else "")
+        parts = [f"{self.unavailable} unavailable"] * bool(self.unavailable)
+        parts += [f"{self.tainted} tainted"] * bool(self.tainted)
+        return f"{self.free}/{self.total}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,7 @@ def _tree(
             sum(d.total for d in kids),
             sum(d.used for d in kids),
             sum(d.unavailable for d in kids),
+            sum(d.tainted for d in kids),
         )
         for parent, kids in left.items()
     }

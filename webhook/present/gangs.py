@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook.decide.fragmentation import FlavorFigures
-from webhook.decide.messages import short_level
+from webhook.decide.messages import room, short_level
 from webhook.decide.waiting import WaitingGang, WaitingPodSet
 from webhook.present.order import path_key
 
@@ -48,11 +48,17 @@ def needs_text(ps: WaitingPodSet) -> str:
     return f"{ps.count} x {ps.gpus_per_pod} GPU {ps.mode} {level}{sliced}"
 
 
+def phrase(ps: WaitingPodSet) -> str:
+    """check's figure in check's words (``messages.room``, which its warning is made of)."""
+    f = ps.figure
+    return room(f.where, f.held, f.needed, f.unit == "pods")
+
+
 def now_text(ps: WaitingPodSet) -> str:
     """check's figure, in check's words, and the domain closest to holding it (when one counts)."""
     f = ps.figure
     closest = f"; closest now: {','.join(f.closest)}" if f.closest else ""
-    return f"{f.phrase}{closest}"
+    return f"{phrase(ps)}{closest}"
 
 
 def once_text(ps: WaitingPodSet, figures: FlavorFigures | None) -> str:

@@ -17,7 +17,16 @@ from html import escape
 from webhook.decide.fragmentation import FlavorFigures
 from webhook.decide.waiting import WaitingGang
 from webhook.present.collapse import collapse
-from webhook.present.gangs import closest, flavor_of, keep_paths, needs_text, numbered, once_text, waiting_for
+from webhook.present.gangs import (
+    closest,
+    flavor_of,
+    keep_paths,
+    needs_text,
+    numbered,
+    once_text,
+    phrase,
+    waiting_for,
+)
 from webhook.present.layout import BAR, LINE, PAD, Box, Layout, layout
 from webhook.present.stamp import Stamp
 
@@ -118,15 +127,16 @@ def _box(box: Box, tags: list[int], figures: FlavorFigures) -> str:
     elif box.more:
         stroke = 'stroke="#8c8c8c" stroke-width="1" stroke-dasharray="4 3"'
     what = f"{box.lines[0]} ({d.level})" if box.more else f"{d.domain_id} ({d.level})"
+    why = f" ({', '.join(d.marks)})" if d.marks else f", {d.tainted} tainted" if d.tainted else ""
     tooltip = (
         f"{what}: {d.free} free, {d.used} used, {d.unavailable} unavailable "
-        f"of {d.total} {figures.accelerator}"
+        f"of {d.total} {figures.accelerator}{why}"
     )
     kind = "more" if box.more else "domain"
     out = [
         f'<g class="{kind}" data-level="{escape(d.level)}" data-domain="{escape(d.domain_id)}" '
         f'data-free="{d.free}" data-total="{d.total}" data-used="{d.used}" '
-        f'data-unavailable="{d.unavailable}">',
+        f'data-unavailable="{d.unavailable}" data-tainted="{d.tainted}">',
         f"<title>{escape(tooltip)}</title>",
         f'<rect class="box" x="{box.x}" y="{box.y}" width="{box.width}" height="{box.height}" '
         f'fill="{fill}" {stroke}/>',
@@ -167,7 +177,7 @@ def _bar(box: Box) -> str:
 
 
 def _legend() -> str:
-    items = (("free", FREE), ("used", USED), ("unavailable (NotReady, cordoned)", UNAVAILABLE))
+    items = (("free", FREE), ("used", USED), ("unavailable (not ready, cordoned)", UNAVAILABLE))
     spans = "".join(f'<span class="swatch" style="background:{c}"></span>{escape(n)}' for n, c in items)
     marked = (
         f'<span class="swatch" style="background:{CLOSEST}"></span>outline: the domain closest to '
@@ -207,7 +217,7 @@ def _waiting_table(
                 f"{escape(gang.kind)} {escape(gang.namespace)}/{escape(gang.name)}",
                 escape(ps.name),
                 escape(needs_text(ps)),
-                escape(f.phrase),
+                escape(phrase(ps)),
                 escape(",".join(f.closest) if f.closest else "(counted over the topology)"),
                 escape(once_text(ps, flavor)),
                 escape(gang.flavor),

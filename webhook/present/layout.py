@@ -69,6 +69,8 @@ def layout(shown: Shown) -> Layout:
 def header_lines(d: DomainFigure) -> tuple[str, ...]:
     """The text of a box: its own level value, free/total accelerators, then the shapes' fits."""
     lines = [_cut(d.path[-1]), f"free {d.free}/{d.total}"]
+    if d.marks or d.tainted:  # why some of it holds no pod: the host's reason, or the tainted share
+        lines.append(_cut(", ".join(d.marks) if d.marks else f"{d.tainted} tainted"))
     per_pod = {s.shape.gpus_per_pod: s.pods for s in d.shapes}
     lines += [f"{gpus}-GPU pods: {pods}" for gpus, pods in per_pod.items()]
     if d.shapes:
@@ -82,7 +84,7 @@ def more_lines(h: Hidden) -> tuple[str, ...]:
 
 def more_figure(parent: Path, h: Hidden) -> DomainFigure:
     """A left-out sum as a figure the renderer draws like a domain (its path ends in "…")."""
-    return DomainFigure(h.level, (*parent, "…"), h.total, h.free, h.used, h.unavailable)
+    return DomainFigure(h.level, (*parent, "…"), h.total, h.free, h.used, h.unavailable, tainted=h.tainted)
 
 
 def _cut(text: str) -> str:

@@ -84,9 +84,22 @@ def _name(path: tuple[str, ...], repeated: set[str]) -> str:
 
 
 def _domain(d: DomainFigure) -> str:
-    text = f"{d.path[-1]} {d.free}/{d.total}"
-    if d.unavailable:
-        text += f" ({d.unavailable} unavailable)"
+    return f"{d.path[-1]} {d.free}/{d.total}{condition(d)}" + _fits(d)
+
+
+def condition(d: DomainFigure) -> str:
+    """Why some of a domain's accelerators hold no pod: a host says its own reason (cordoned, not
+    ready, the taint), a larger domain how many of its accelerators are unavailable or tainted."""
+    if d.marks:
+        return f" ({', '.join(d.marks)})"
+    parts = [f"{d.unavailable} unavailable"] * bool(d.unavailable) + [f"{d.tainted} tainted"] * bool(
+        d.tainted
+    )
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _fits(d: DomainFigure) -> str:
+    text = ""
     per_pod = {s.shape.gpus_per_pod: s.pods for s in d.shapes}
     text += "".join(f" · {gpus}-GPU pods {pods}" for gpus, pods in per_pod.items())
     text += "".join(f" · {s.shape.text} {s.gangs}" for s in d.shapes)

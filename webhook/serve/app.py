@@ -21,7 +21,7 @@ import scorer
 from webhook.decide.policy import PolicyError
 from webhook.decide.policy_text import parse_policy
 from webhook.live.holder import StateHolder
-from webhook.serve import errors, handlers, live_tasks, topology
+from webhook.serve import errors, handlers, live_tasks, probes, topology
 from webhook.serve.audit import AuditLog
 from webhook.serve.keys import (
     AUDIT,
@@ -92,8 +92,8 @@ def create_app(
         app.cleanup_ctx.append(_decision_processes)
     app.router.add_post("/mutate", handlers.mutate)
     app.router.add_post("/validate", handlers.validate)
-    app.router.add_get("/healthz", handlers.healthz)
-    app.router.add_get("/readyz", handlers.readyz)
+    app.router.add_get("/healthz", probes.healthz)
+    app.router.add_get("/readyz", probes.readyz)
     return app
 
 
@@ -109,8 +109,8 @@ def create_metrics_app(app: web.Application) -> web.Application:
     side.router.add_get(
         "/topology", topology.TopologyPage().handle
     )  # the cluster's layout: the scraper's port only
-    side.router.add_get("/healthz", handlers.healthz)
-    side.router.add_get("/readyz", handlers.readyz)
+    side.router.add_get("/healthz", probes.healthz)
+    side.router.add_get("/readyz", probes.readyz)
     if app[SETTINGS].fault_hook:  # test-only: make a background task fail (the fault suite)
         side.router.add_post("/debug/raise/{task}", errors.inject_fault)
     return side

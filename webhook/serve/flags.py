@@ -146,7 +146,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=switch("LEADER_ELECT", True),
         help="live mode: only the holder of a Lease writes (PodGroups, Events); every replica "
-        "still answers reviews. Off only where one replica runs [TASGATE_LEADER_ELECT]",
+        "still answers reviews. Off (--no-leader-elect) only where one replica runs, e.g. outside "
+        "a cluster [TASGATE_LEADER_ELECT]",
     )
     parser.add_argument(
         "--lease-name", default=env("LEASE_NAME", Campaign.lease_name), help="[TASGATE_LEASE_NAME]"
@@ -154,7 +155,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lease-namespace",
         default=env("LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or Campaign.lease_namespace,
-        help=f"default: $POD_NAMESPACE, else {Campaign.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
+        help=f"where the Lease is; it must exist, or no replica writes (said once in the log and on "
+        f"/readyz). Default: $POD_NAMESPACE, else {Campaign.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
     )
     parser.add_argument(  # the fault suite makes background tasks raise through it; never in production
         "--test-fault-hook",

@@ -20,13 +20,12 @@ from aiohttp import web
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-import scorer
 from webhook.decide.reasons import Reason
 from webhook.decide.review import Outcome
 from webhook.live.api import get_object
 from webhook.live.reconcile import Intent
 from webhook.model.workloads.registry import ADAPTERS
-from webhook.serve import scale
+from webhook.serve import hangups, scale
 from webhook.serve.audit import audit_record
 from webhook.serve.brief import Brief, brief_of
 from webhook.serve.deciding import decide_held, unavailable
@@ -40,12 +39,10 @@ from webhook.serve.keys import (
     PODGROUPS,
     POLICY,
     PROCESSES,
-    RELOADER,
     REVIEW_UID,
     RUNTIME,
     SETTINGS,
     STATE,
-    SUPERVISOR,
     WAITING,
     main_app,
 )
@@ -66,17 +63,6 @@ async def validate(request: web.Request) -> web.Response:
     return await _review(request, "validate")
 
 
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    problems = readiness_problems(main_app(request.app))
-    if problems:
-        return web.Response(status=503, text="not ready: " + "; ".join(problems))
-    return web.Response(text="ok")
-
-
 async def metrics(request: web.Request) -> web.Response:
     """Rendered in the decision pool: the topology gauges of a 50,000-node state take tens of
     milliseconds, which on the loop would hold every review and watch event for as long."""
@@ -85,29 +71,6 @@ async def metrics(request: web.Request) -> web.Response:
     pool = app.get(EXECUTOR)  # None (the loop's default pool) when the side app runs alone
     body = await loop.run_in_executor(pool, generate_latest, app[METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
-def readiness_problems(app: web.Application) -> list[str]:
-    settings, holder = app[SETTINGS], app[STATE]
-    problems = []
-    if app[RUNTIME].draining:
-        problems.append("draining")
-    if holder.current is None:
-        problems.append("cluster state not loaded")
-    age = holder.age()
-    if settings.stale_after and age is not None and age > settings.stale_after:
-        problems.append(f"cluster state is {age:.0f}s old (limit {settings.stale_after:.0f}s)")
-    if scorer.IMPLEMENTATION != "compiled" and not settings.allow_reference_scorer:
-        problems.append(
-            "compiled scorer not active (pure-Python twin in use; --allow-reference-scorer to accept)"
-        )
-    supervisor = app.get(SUPERVISOR)
-    if supervisor is not None:
-        problems.extend(supervisor.problems())
-    reloader = app.get(RELOADER)
-    if reloader is not None and not reloader.loaded:
-        problems.append("serving certificate not loaded")
-    return problems
 
 
 async def _review(request: web.Request, endpoint: str) -> web.Response:
@@ -134,6 +97,8 @@ async def _answer(request: web.Request, endpoint: str, started: int) -> web.Resp
         response = web.json_response({"error": "request body not received in time"}, status=408)
         response.force_close()
         return response
+    except ConnectionError:
+        return hangups.hung_up(request, "before its body arrived")
     except web.RequestPayloadError as exc:
         app[METRICS].errors.labels("malformed").inc()
         encoding = request.headers.get("Content-Encoding")

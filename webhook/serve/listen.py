@@ -30,18 +30,34 @@ LINGER_SECONDS = 1.0
 _CLIENT_FAULTS = (HttpProcessingError, RequestPayloadError, ConnectionError, ssl.SSLError, TimeoutError)
 
 
+_SENT_BYTES = re.compile(r":?\s*b['\"].*$")  # aiohttp quotes the offending bytes: never into the log
+_MOST_SAID = 120
+
+
 class _OneLine(logging.Filter):
-    """Turns aiohttp's "Error handling request" tracebacks for client faults into one WARNING line."""
+    """Turns aiohttp's "Error handling request" tracebacks for client faults into one short WARNING
+    line: who, the status and what was wrong, without the sender's bytes (a flood of 9 KB header
+    lines must not copy itself into the log)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if exc is None or not isinstance(exc, _CLIENT_FAULTS):
             return True
-        what = re.sub(r"\s+", " ", str(exc)).strip() or type(exc).__name__
-        record.msg, record.args = f"bad request: {record.getMessage()}: {what}", ()
+        said = record.getMessage()
+        peer = f" from {said.rpartition(' from ')[2]}" if " from " in said else ""
+        record.msg, record.args = f"bad request{peer}: {_what(exc)}", ()
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info, record.exc_text, record.stack_info = None, None, None
         return True
+
+
+def _what(exc: BaseException) -> str:
+    """The fault in a few words: the HTTP status and the first line of the reason."""
+    text = str(getattr(exc, "message", "") or exc).strip()
+    first = _SENT_BYTES.sub("", text.splitlines()[0] if text else "").strip(" :.")
+    code = getattr(exc, "code", None)
+    what = f"{code} {first}" if isinstance(code, int) and first else first or type(exc).__name__
+    return what if len(what) <= _MOST_SAID else what[: _MOST_SAID - 1] + "…"
 
 
 def http_logger() -> logging.Logger:

@@ -26,6 +26,8 @@ from webhook.live import heartbeat, leader, tracker, watch
 from webhook.live.api import api_client
 from webhook.live.events import EventRecorder
 from webhook.live.holder import StateHolder
+from webhook.live.kinds import kinds as watched_kinds
+from webhook.live.lease import Standing
 from webhook.live.mirror import Mirror
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
@@ -47,6 +49,9 @@ from webhook.serve.lifecycle_metrics import LIFECYCLE
 from webhook.serve.supervise import Job, Supervisor
 
 Writers = dict[str, Job]
+# This replica's part in the leader election (live mode with --leader-elect): whether it leads,
+# and why the Lease cannot be taken, which /readyz notes without failing (answering needs no Lease).
+STANDING = web.AppKey("leader-standing", Standing)
 
 
 def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -80,7 +85,7 @@ def watch_into(
     """One list+watch per kind into a `Mirror` publishing into ``holder``, each supervised (the
     server's state, and each decision process's own copy, ``serve.processes``)."""
     book = NativeBook()  # the native v1.36 gang kinds, gated on the API being served
-    kinds = [*watch.kinds(), *native_kinds(book)]
+    kinds = [*watched_kinds(), *native_kinds(book)]
     mirror = Mirror(
         holder,
         [k.name for k in kinds],
@@ -145,9 +150,9 @@ def _lead(
         events.lead(leading)
         gauge.set(1 if leading else 0)
 
-    supervisor.spawn(
-        "leader-election", functools.partial(leader.lead, api, election.campaign, work, on_change)
-    )
+    standing = app[STANDING] = Standing(election.campaign)  # /readyz says why it cannot lead
+    campaign = functools.partial(leader.lead, api, election.campaign, work, on_change, standing)
+    supervisor.spawn("leader-election", campaign)
 
 
 def _pod_groups_of(app: web.Application) -> Compute:

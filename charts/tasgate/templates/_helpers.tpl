@@ -18,8 +18,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 tasgate.{{ .Release.Namespace }}.svc
 {{- end -}}
 
+{{/*
+The image, refused while it is the placeholder: the webhooks fail closed (failurePolicy Fail), so
+a release whose pods can never pull their image would refuse every gated CREATE in the cluster
+from the moment it is installed. Failing here installs nothing at all.
+*/}}
 {{- define "tasgate.image" -}}
-{{- $repo := required "image.repository is required" .Values.image.repository -}}
+{{- $repo := .Values.image.repository | default "" -}}
+{{- if or (not $repo) (hasPrefix "registry.example/" $repo) -}}
+{{- fail (printf "image.repository is %q, a placeholder: tasgate publishes no image. Build it (make image), push it, and install with --set image.repository=<registry>/tasgate --set image.digest=sha256:<digest make image printed> (docs/install.md, \"The image\"). The chart refuses to render without it: its webhooks fail closed and would refuse every Job, JobSet and the other gated kinds while pods that cannot pull their image never start" $repo) -}}
+{{- end -}}
 {{- if .Values.image.digest -}}
 {{- if not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest) -}}
 {{- fail (printf "image.digest must be sha256:<64 hex digits> (as `make image` prints it), not %q" .Values.image.digest) -}}
