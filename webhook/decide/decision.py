@@ -7,11 +7,11 @@ injections and score every flavor (``scoring``), decide.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from webhook.decide import gang, messages
+from webhook.decide import gang
 from webhook.decide.changes import placement_changed
 from webhook.decide.delayed import delayed_reason, effective_delays, today_figure
 from webhook.decide.depends import left_out
@@ -22,6 +22,7 @@ from webhook.decide.native import decide_native
 from webhook.decide.native_create import create_native
 from webhook.decide.native_subject import native_subject
 from webhook.decide.never import never_message, partial_warnings
+from webhook.decide.outcomes import audit_of, deny, no_target, no_tas, not_checked, with_reason
 from webhook.decide.patch import Entry, Removal, apply_entries, build_patch
 from webhook.decide.policy import Policy, Rule, Subject
 from webhook.decide.preemption import victims_warning
@@ -32,15 +33,13 @@ from webhook.decide.release import with_release
 from webhook.decide.scoring import Scored, score_flavors
 from webhook.decide.slices import partial_slices
 from webhook.decide.together import split_warning
-from webhook.decide.topology import Resolution, Target, resolve, with_levels
+from webhook.decide.topology import Resolution, resolve, with_levels
 from webhook.decide.unjudged import unjudged
 from webhook.decide.verdicts import (
     Decision,
     FlavorVerdict,
-    PodSetVerdict,
     Review,
     all_fit_now,
-    all_fit_when_empty,
     revised,
 )
 from webhook.model import annotations as ann
@@ -48,7 +47,6 @@ from webhook.model.podset import WorkloadView, view_workload
 from webhook.model.workloads import extract, owned_by_workload, unknown_workload_reason
 from webhook.rules import key_warnings, opt_out_near_miss, validate_workload
 from webhook.state.cluster import ClusterState
-from webhook.state.rejected import Rejected
 from webhook.wire.errors import FieldError, InvalidObject
 
 
@@ -81,60 +79,60 @@ def _decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     try:
         subject = native_subject(obj, base.namespace, state)
     except InvalidObject as exc:
-        return _deny(base, Reason.INVALID, str(exc))
+        return deny(base, Reason.INVALID, str(exc))
     if subject is not None and base.namespace not in policy.exempt_namespaces:
         return decide_native(base, subject, state, obj, policy)
     if owned_by_workload(obj):
-        return _with(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
+        return with_reason(base, Reason.OWNED)  # a workload's child (a JobSet's Job): judged with its parent
     if review.old_obj is not None and kueues_to_manage(review, policy):
-        return _with(base, Reason.NOT_SUSPENDED)
+        return with_reason(base, Reason.NOT_SUSPENDED)
     exempt = base.namespace in policy.exempt_namespaces
     defaults = state.pod_defaults(base.namespace)
     try:
         wl = extract(obj, state.runtimes, base.namespace, defaults)
     except InvalidObject as exc:
-        return _with(base, Reason.EXEMPT) if exempt else _deny(base, Reason.INVALID, str(exc))
+        return with_reason(base, Reason.EXEMPT) if exempt else deny(base, Reason.INVALID, str(exc))
     if wl is None:
         unknown = unknown_workload_reason(obj)
         if unknown:
             note = f"tasgate does not know {base.kind} ({base.api_version}); not checked: {unknown}"
-            return _with(base, Reason.UNKNOWN_KIND, warnings=(note,))
+            return with_reason(base, Reason.UNKNOWN_KIND, warnings=(note,))
         return base
     if exempt:
-        return _with(base, Reason.EXEMPT)
+        return with_reason(base, Reason.EXEMPT)
     # Unknown, misspelt or misplaced Kueue/tasgate keys: said on every verdict from here on.
     base = revised(base, warnings=key_warnings(obj, wl))
     labels = meta.get("labels") or {}
     if raw_meta is not None and not isinstance(raw_meta, Mapping):
-        return _deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
+        return deny(base, Reason.INVALID, str(FieldError("metadata", "must be an object")))
     if not isinstance(labels, Mapping):
-        return _deny(base, Reason.INVALID, str(FieldError("metadata.labels", "must be a map of strings")))
+        return deny(base, Reason.INVALID, str(FieldError("metadata.labels", "must be a map of strings")))
     queue = str(labels.get(ann.QUEUE_LABEL) or "") or None
     if wl.unresolved:
         rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
         if rejected is not None:
-            return _not_checked(base, state, queue, rejected)
-        return _with(base, Reason.UNRESOLVED, warnings=((f"not checked: {wl.unresolved}"),))
+            return not_checked(base, state, queue, rejected)
+        return with_reason(base, Reason.UNRESOLVED, warnings=((f"not checked: {wl.unresolved}"),))
     view = view_workload(wl)
     if review.old_obj is not None and not placement_changed(
         review.old_obj, obj, view, state.runtimes, defaults
     ):
-        return _with(base, Reason.UNCHANGED)
+        return with_reason(base, Reason.UNCHANGED)
     pod_sets = unjudged(view)  # not checked still lists what Kueue is asked for
     rejected = left_out(state, base.namespace, queue, policy.default_topology, wl)
     if rejected is not None:
-        return _not_checked(revised(base, pod_sets=pod_sets), state, queue, rejected)
+        return not_checked(revised(base, pod_sets=pod_sets), state, queue, rejected)
     resolution = resolve(state, base.namespace, queue, policy.default_topology)
     base = revised(base, pod_sets=pod_sets, queue=queue, cluster_queue=resolution.cluster_queue)
     if resolution.problem:
         warning = f"not checked: {resolution.problem}"
-        return _with(base, Reason.KUEUE_CONFIG, warnings=(warning,))
+        return with_reason(base, Reason.KUEUE_CONFIG, warnings=(warning,))
     if not resolution.targets:
-        return _no_tas(base, _no_target(resolution, policy))
+        return no_tas(base, no_target(resolution, policy))
     try:
         return _judge(review, base, view, resolution, state, policy)
     except InvalidObject as exc:  # a template field the scorer reads (nodeSelector, tolerations …)
-        return _deny(base, Reason.INVALID, str(exc))
+        return deny(base, Reason.INVALID, str(exc))
 
 
 def _judge(
@@ -150,17 +148,17 @@ def _judge(
     # PodSet without TAS annotations goes to a non-TAS flavor, and nothing is injected into it.
     judged = [resolution.tas_only or p.explicit_tas for p in view.pod_sets]
     if not any(judged):
-        return _no_tas(base, f'no PodSet asks for TAS in mixed ClusterQueue "{resolution.cluster_queue}"')
+        return no_tas(base, f'no PodSet asks for TAS in mixed ClusterQueue "{resolution.cluster_queue}"')
     targets = with_levels(resolution.targets, [p for p, j in zip(view.pod_sets, judged, strict=True) if j])
     targets = effective_delays(targets, view.pod_sets)
     # Nodes a check provisions (or a worker cluster's) carry the levels today's nodes may lack.
     has_nodes = None if any(t.delay for t in targets) else state.level_has_nodes
     errors = validate_workload(view, targets[0].topology.levels, has_nodes)
     if errors:
-        return _deny(base, Reason.INVALID, str(InvalidObject(errors)))
+        return deny(base, Reason.INVALID, str(InvalidObject(errors)))
     quota = _quota(view, resolution, state)
     if quota.never:
-        return _deny(base, Reason.OVER_QUOTA, " ".join(quota.never))
+        return deny(base, Reason.OVER_QUOTA, " ".join(quota.never))
     ns_labels = state.namespaces.get(base.namespace, {})
     gpus = (
         sum(ps.requests.get(r, 0) * ps.count for ps in wl.pod_sets for r in policy.gpu_resources) * wl.groups
@@ -186,7 +184,7 @@ def _judge(
             )
             after = partial_slices(after, view)
             reason = Reason.ADMITTED_AFTER_PREEMPTION
-            audit = _audit(found.scored.verdicts, found.scored.target, reason)
+            audit = audit_of(found.scored.verdicts, found.scored.target, reason)
             if after.allowed:
                 note = victims_warning(found.preemption)
                 decision = revised(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
@@ -242,7 +240,7 @@ def _verdict(
             if figure is not None:
                 warnings.append(figure.message)
     if denials:
-        audit = _audit(scored.verdicts, target, Reason.NEVER_FITS)
+        audit = audit_of(scored.verdicts, target, Reason.NEVER_FITS)
         message = " ".join(denials)
         return revised(
             base,
@@ -271,58 +269,6 @@ def _verdict(
         reason=reason,
         warnings=tuple(warnings),
         patch=tuple(build_patch(review.obj, entries)),
-        audit=_audit(scored.verdicts, target, reason),
+        audit=audit_of(scored.verdicts, target, reason),
         pod_groups=tuple(groups),
     )
-
-
-def _audit(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:
-    levels = sorted({v.request.level or v.request.mode.value for v in verdicts})
-    return {
-        "decision": "deny" if reason is Reason.NEVER_FITS else "allow",
-        "reason": reason.value,
-        "topology": target.topology.name,
-        "flavor": target.flavor or "policy-default",
-        "level": ",".join(levels),
-        "fits-now": str(all_fit_now(verdicts)).lower(),
-        "fits-when-empty": str(all_fit_when_empty(verdicts)).lower(),
-        "injected": str(any(v.injected for v in verdicts)).lower(),
-    }
-
-
-def _deny(base: Decision, reason: Reason, message: str) -> Decision:
-    return revised(base, allowed=False, reason=reason, message=message, audit=_verdict_audit(False, reason))
-
-
-def _not_checked(base: Decision, state: ClusterState, queue: str | None, rejected: Rejected) -> Decision:
-    """Not judged: an object the verdict depends on is left out of the state (`decide.depends`)."""
-    lq = state.local_queues.get((base.namespace, queue)) if queue else None
-    warning = f"not checked: {messages.left_out(rejected)}"
-    decision = _with(base, Reason.OBJECT_REJECTED, (warning,))
-    return revised(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
-
-
-def _no_target(resolution: Resolution, policy: Policy) -> str:
-    default = policy.default_topology
-    if resolution.cluster_queue:
-        return f'ClusterQueue "{resolution.cluster_queue}" has no flavor with a topologyName'
-    if default is None:
-        return "it names no Kueue queue, and the policy has no defaultTopology"
-    return f'it names no Kueue queue, and the policy\'s default Topology "{default.name}" is not in the state'
-
-
-def _no_tas(base: Decision, why: str) -> Decision:
-    """Not placed by TAS, saying why in the message: the CLI shows it (a state missing the Topology
-    reads "not checked" with the cause); an allowed admission carries no message, so the webhook
-    stays as quiet as before for every Job that is not TAS's."""
-    return revised(_with(base, Reason.NO_TAS), message=f"no TAS: {why}")
-
-
-def _with(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
-    warnings = (*base.warnings, *warnings)
-    return revised(base, reason=reason, warnings=warnings, audit=_verdict_audit(True, reason))
-
-
-def _verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:
-    """``decision`` is allow/deny everywhere (audit line, annotations, JSON); ``reason`` the code."""
-    return {"decision": "allow" if allowed else "deny", "reason": reason.value}

@@ -1,0 +1,67 @@
+"""The small verdicts of the decision path: allowed or denied with a reason, not checked, no
+TAS, and the audit annotations every verdict carries (``decision`` allow/deny, ``reason`` the code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from webhook.decide import messages
+from webhook.decide.policy import Policy
+from webhook.decide.reasons import Reason
+from webhook.decide.topology import Resolution, Target
+from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now, all_fit_when_empty, revised
+from webhook.state.cluster import ClusterState
+from webhook.state.rejected import Rejected
+
+
+def audit_of(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) -> dict[str, str]:
+    levels = sorted({v.request.level or v.request.mode.value for v in verdicts})
+    return {
+        "decision": "deny" if reason is Reason.NEVER_FITS else "allow",
+        "reason": reason.value,
+        "topology": target.topology.name,
+        "flavor": target.flavor or "policy-default",
+        "level": ",".join(levels),
+        "fits-now": str(all_fit_now(verdicts)).lower(),
+        "fits-when-empty": str(all_fit_when_empty(verdicts)).lower(),
+        "injected": str(any(v.injected for v in verdicts)).lower(),
+    }
+
+
+def deny(base: Decision, reason: Reason, message: str) -> Decision:
+    return revised(base, allowed=False, reason=reason, message=message, audit=verdict_audit(False, reason))
+
+
+def not_checked(base: Decision, state: ClusterState, queue: str | None, rejected: Rejected) -> Decision:
+    """Not judged: an object the verdict depends on is left out of the state (`decide.depends`)."""
+    lq = state.local_queues.get((base.namespace, queue)) if queue else None
+    warning = f"not checked: {messages.left_out(rejected)}"
+    decision = with_reason(base, Reason.OBJECT_REJECTED, (warning,))
+    return revised(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
+
+
+def no_target(resolution: Resolution, policy: Policy) -> str:
+    default = policy.default_topology
+    if resolution.cluster_queue:
+        return f'ClusterQueue "{resolution.cluster_queue}" has no flavor with a topologyName'
+    if default is None:
+        return "it names no Kueue queue, and the policy has no defaultTopology"
+    return f'it names no Kueue queue, and the policy\'s default Topology "{default.name}" is not in the state'
+
+
+def no_tas(base: Decision, why: str) -> Decision:
+    """Not placed by TAS, saying why in the message: the CLI shows it (a state missing the Topology
+    reads "not checked" with the cause); an allowed admission carries no message, so the webhook
+    stays as quiet as before for every Job that is not TAS's."""
+    return revised(with_reason(base, Reason.NO_TAS), message=f"no TAS: {why}")
+
+
+def with_reason(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
+    warnings = (*base.warnings, *warnings)
+    return revised(base, reason=reason, warnings=warnings, audit=verdict_audit(True, reason))
+
+
+def verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:
+    """``decision`` is allow/deny everywhere (audit line, annotations, JSON); ``reason`` the code."""
+    return {"decision": "allow" if allowed else "deny", "reason": reason.value}
