@@ -22,12 +22,15 @@ from tests.webhook.conftest import RACK, REPO, REQUIRED, job, judge, manifest, m
 from tests.webhook.fakeapi import FakeApi
 from webhook.decide.policy import Policy
 from webhook.decide.release import flipped
+from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.files.sources import cluster_state
 from webhook.live.holder import StateHolder
 from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
 from webhook.live.watch import WatchSettings, run_kind
+from webhook.serve.app import create_app
+from webhook.serve.keys import Settings, StateSource
 from webhook.state.cluster import ClusterState, build_state
 from webhook.state.kueue_proven import PLACEMENT_GATES, PROVEN_RELEASE
 
@@ -328,3 +331,17 @@ async def test_live_mode_without_rbac_for_them_is_ready_and_unknown(fake: FakeAp
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_readyz_says_a_kueue_tasgate_is_not_proven_against(aiohttp_client: Any) -> None:
+    """Ready all the same (verdicts come, each saying it), with the release in the note."""
+    objects = [*sample_objects(), *tagged("v0.17.0")]
+    app = create_app(Settings(policy=load_policy("default")), lambda _: None, StateSource(objects=objects))
+    client = await aiohttp_client(app)
+    response = await client.get("/readyz")
+    text = await response.text()
+    assert response.status == 200 and text.startswith("ok; Kueue v0.17.0 runs here"), text
+    proven = create_app(
+        Settings(policy=load_policy("default")), lambda _: None, StateSource(objects=sample_objects())
+    )
+    assert await (await (await aiohttp_client(proven)).get("/readyz")).text() == "ok"

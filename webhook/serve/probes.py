@@ -5,6 +5,7 @@ background tasks not failing over and over, its certificate loaded, not draining
 replica must still say goes after "ok": leadership is one such note — a replica that cannot take
 the writers' Lease answers reviews all the same (answering needs no Lease), so the API server
 must keep sending them, but no PodGroups or Events are written by it, and perhaps by nobody.
+The Kueue release is another: verdicts for a Kueue tasgate is not proven against still come.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from aiohttp import web
 
 import scorer
+from webhook.decide.release import release_warning
 from webhook.serve.keys import RELOADER, RUNTIME, SETTINGS, STATE, SUPERVISOR, main_app
 from webhook.serve.live_tasks import STANDING
 
@@ -29,10 +31,13 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 def readiness_notes(app: web.Application) -> list[str]:
-    """Said on a 200: why this replica does not lead, when it cannot take the Lease."""
+    """Said on a 200: why this replica does not lead, when it cannot take the Lease; and the
+    Kueue the cluster runs when tasgate is not proven against it (every verdict says so too)."""
     standing = app.get(STANDING)
     detail = standing.detail() if standing is not None else None
-    return [detail] if detail else []
+    state = app[STATE].current
+    kueue = release_warning(state.kueue_release) if state is not None else None
+    return [note for note in (detail, kueue) if note]
 
 
 def readiness_problems(app: web.Application) -> list[str]:
