@@ -249,21 +249,6 @@ def test_the_proven_release_is_the_one_the_end_to_end_suite_runs() -> None:
     assert pinned is not None and pinned.group(1) == PROVEN_RELEASE
 
 
-MODULE = Path.home() / "go/pkg/mod/sigs.k8s.io" / f"kueue@{PROVEN_RELEASE}"
-KUEUE_SOURCE = MODULE / "pkg/features/kube_features.go"
-
-
-@pytest.mark.skipif(not KUEUE_SOURCE.exists(), reason="Kueue's Go module is not in the module cache")
-def test_the_gate_defaults_are_kueues_own() -> None:
-    """Each gate's last versioned entry (the default at Kubernetes' emulation version) in Kueue's source."""
-    source = KUEUE_SOURCE.read_text()
-    for name, gate in PLACEMENT_GATES.items():
-        block = re.search(rf"\n\t{name}: \{{(.*?)\n\t\}},", source, re.S)
-        assert block is not None, name
-        last = re.findall(r"Default: (true|false), PreRelease: featuregate\.(\w+)", block.group(1))[-1]
-        assert last == (str(gate.default).lower(), gate.stage), name
-
-
 # --- live mode: watched by label, a 403 leaves the release unknown and the replica ready ----------
 
 
