@@ -120,7 +120,8 @@ def add_nodes(cp: ControlPlane) -> None:
     cp.kubectl("taint", "nodes", "--all", f"{NOT_READY_TAINT}:NoSchedule-", check=False)
 
 
-def _quota(cpu: str, memory: str, gpus: str) -> list[dict[str, str]]:
+def quota(cpu: str, memory: str, gpus: str) -> list[dict[str, str]]:
+    """cpu, memory and GPU nominal quota, as a ClusterQueue's flavor lists it."""
     return [
         {"name": "cpu", "nominalQuota": cpu},
         {"name": "memory", "nominalQuota": memory},
@@ -128,7 +129,7 @@ def _quota(cpu: str, memory: str, gpus: str) -> list[dict[str, str]]:
     ]
 
 
-def _cluster_queue(
+def cluster_queue(
     name: str, flavors: Sequence[tuple[str, list[dict[str, str]]]], cohort: str | None = None
 ) -> dict[str, Any]:
     return {
@@ -150,7 +151,7 @@ def _cluster_queue(
 
 def kueue_objects() -> list[dict[str, Any]]:
     """Topology, both ResourceFlavors, the three ClusterQueues and their LocalQueues in both namespaces."""
-    ample = _quota("10000", "100Ti", "10000")
+    ample = quota("10000", "100Ti", "10000")
     objects: list[dict[str, Any]] = [
         {
             "apiVersion": KUEUE_API_VERSION,
@@ -170,9 +171,9 @@ def kueue_objects() -> list[dict[str, Any]]:
             "metadata": {"name": CPU_FLAVOR},
             "spec": {"nodeLabels": {"pool": "cpu"}},
         },
-        _cluster_queue(TAS_CQ, [(GPU_FLAVOR, ample)]),
-        _cluster_queue(MIXED_CQ, [(GPU_FLAVOR, ample), (CPU_FLAVOR, _quota("1000", "10Ti", "0"))]),
-        _cluster_queue(QUOTA_CQ, [(GPU_FLAVOR, _quota("1000", "10Ti", str(QUOTA_GPUS)))]),
+        cluster_queue(TAS_CQ, [(GPU_FLAVOR, ample)]),
+        cluster_queue(MIXED_CQ, [(GPU_FLAVOR, ample), (CPU_FLAVOR, quota("1000", "10Ti", "0"))]),
+        cluster_queue(QUOTA_CQ, [(GPU_FLAVOR, quota("1000", "10Ti", str(QUOTA_GPUS)))]),
         *issue_18_objects(),
     ]
     queues = [(TAS_QUEUE, TAS_CQ), (MIXED_QUEUE, MIXED_CQ), (QUOTA_QUEUE, QUOTA_CQ)]
@@ -207,10 +208,10 @@ def issue_18_objects() -> list[dict[str, Any]]:
     for cq, flavors, cohort, limits in QUEUES_18.values():
         quotas = []
         for flavor, gpus in flavors:
-            quota = _quota("1000", "10Ti", str(gpus))
-            quota[-1].update(limits)
-            quotas.append((flavor, quota))
-        queue = _cluster_queue(cq, quotas, cohort)
+            amounts = quota("1000", "10Ti", str(gpus))
+            amounts[-1].update(limits)
+            quotas.append((flavor, amounts))
+        queue = cluster_queue(cq, quotas, cohort)
         if cq in PREEMPTION:
             queue["spec"]["preemption"] = dict(PREEMPTION[cq])
         objects.append(queue)

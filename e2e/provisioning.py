@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from e2e.controlplane import ControlPlane, required_version
-from e2e.fidelity_world import BLOCK, BYPASS_NS, GPU_ALLOCATABLE, NS, RACK, TOPOLOGY
+from e2e.fidelity_world import BLOCK, BYPASS_NS, GPU_ALLOCATABLE, NS, RACK, TOPOLOGY, cluster_queue, quota
 from e2e.kueue import KUEUE_API_VERSION
 from e2e.kueue_admission import condition_true
 from e2e.kueue_source import KUEUE_TOOLS_DIR, KueueError, downloaded_module, module_source_dir
-from e2e.nodes import GPU, NOT_READY_TAINT, node_manifest, ready_status
+from e2e.nodes import GPU, add_node
 
 AUTOSCALER_APIS = "k8s.io/autoscaler/cluster-autoscaler/apis"
 PROV_CRD = Path("config", "crd", "autoscaling.x-k8s.io_provisioningrequests.yaml")
@@ -55,15 +55,10 @@ def add_pool_nodes(cp: ControlPlane, racks: dict[str, int]) -> list[str]:
     """Ready 8-GPU nodes of the ``prov`` pool, ``racks[rack]`` hosts a rack (``<rack>-h<i>``)."""
     names = []
     for rack, hosts in racks.items():
-        block = rack.split("-")[0]
+        labels = {"pool": "prov", BLOCK: rack.split("-")[0], RACK: rack}
         for host in range(hosts):
-            name = f"{rack}-h{host}"
-            labels = {"pool": "prov", BLOCK: block, RACK: rack}
-            cp.kubectl("apply", "-f", "-", input=json.dumps(node_manifest(name, labels)))
-            status = json.dumps(ready_status(GPU_ALLOCATABLE))
-            cp.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", status)
-            cp.kubectl("taint", "nodes", name, f"{NOT_READY_TAINT}:NoSchedule-", check=False)
-            names.append(name)
+            add_node(cp, f"{rack}-h{host}", labels, GPU_ALLOCATABLE)
+            names.append(f"{rack}-h{host}")
     return names
 
 
@@ -108,25 +103,15 @@ def _object(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _queue(name: str, checks: list[dict[str, Any]], license_group: bool = False) -> dict[str, Any]:
-    quota = [
-        {"name": "cpu", "nominalQuota": "10000"},
-        {"name": "memory", "nominalQuota": "100Ti"},
-        {"name": GPU, "nominalQuota": "10000"},
-    ]
-    groups: list[dict[str, Any]] = [
-        {"coveredResources": ["cpu", "memory", GPU], "flavors": [{"name": PROV_FLAVOR, "resources": quota}]}
-    ]
+    """A ClusterQueue of ``prov-flavor`` with ample quota and ``checks``; ``license_group`` adds a
+    resource group of ``license-flavor`` (a resource no gang here asks for)."""
+    queue = cluster_queue(name, [(PROV_FLAVOR, quota("10000", "100Ti", "10000"))])
     if license_group:
         licenses = [{"name": LICENSE, "nominalQuota": "10"}]
-        groups.append(
-            {"coveredResources": [LICENSE], "flavors": [{"name": LICENSE_FLAVOR, "resources": licenses}]}
-        )
-    spec = {
-        "namespaceSelector": {},
-        "resourceGroups": groups,
-        "admissionChecksStrategy": {"admissionChecks": checks},
-    }
-    return _object("ClusterQueue", name, spec)
+        group = {"coveredResources": [LICENSE], "flavors": [{"name": LICENSE_FLAVOR, "resources": licenses}]}
+        queue["spec"]["resourceGroups"].append(group)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": checks}
+    return queue
 
 
 def queues_active(cp: ControlPlane) -> bool:

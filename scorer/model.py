@@ -197,6 +197,14 @@ class Assignment:
             )
         return self._domains
 
+    def leaf_paths(self) -> tuple[tuple[str, ...], ...]:
+        """Each domain's whole path, one value per level of the topology (``domains`` cuts it to
+        the hostname when that is the lowest level); the domains' own values when the assignment
+        was made without its tree (unpickled, or built by hand)."""
+        if not self._paths:
+            return tuple(d.values for d in self.domains)
+        return tuple(self._paths[self._offset + leaf] for leaf in self._leaves)
+
     @property
     def total(self) -> int:
         if self._domains is None:

@@ -190,7 +190,7 @@ def _judge(
                 decision = revised(after, reason=reason, audit=audit, warnings=(note, *after.warnings))
     if quota.today and decision.allowed:
         decision = revised(decision, warnings=(*decision.warnings, *((t) for t in quota.today)))
-    apart = split_warning(view.pod_sets, decision.pod_sets, scored.target.topology.levels, state)
+    apart = split_warning(view.pod_sets, decision.pod_sets, scored.target.topology.levels)
     if apart and decision.allowed:
         decision = revised(decision, warnings=(*decision.warnings, apart))
     return with_release(decision, state.kueue_release)  # the Kueue judged for; a warning if not proven

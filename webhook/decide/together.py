@@ -8,14 +8,13 @@ says so. tasgate says it, naming the domains its placement puts each in, and wha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from scorer.model import HOSTNAME_LABEL, Mode
+from scorer.model import Mode
 from webhook.decide import messages
 from webhook.decide.verdicts import PodSetVerdict
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView
-from webhook.state.cluster import ClusterState
 
 PLACED_MODES = (Mode.REQUIRED, Mode.PREFERRED)
 
@@ -24,7 +23,6 @@ def split_warning(
     pod_sets: Sequence[PodSetView],
     verdicts: Sequence[PodSetVerdict],
     levels: Sequence[str],
-    state: ClusterState,
 ) -> str | None:
     """The warning for a leader (count 1) and its workers placed in different domains now, each
     asked for at a level of its own and neither grouped; None otherwise."""
@@ -37,7 +35,7 @@ def split_warning(
     )
     if level is None:
         return None
-    places = [_domains(v, level, state) for v in verdicts]
+    places = [_domains(v, level, levels) for v in verdicts]
     if not places[0] or not places[1] or places[0] & places[1]:
         return None
     leader, workers = sorted(range(2), key=lambda i: pod_sets[i].count)
@@ -51,19 +49,11 @@ def split_warning(
     )
 
 
-def _domains(v: PodSetVerdict, level: str, state: ClusterState) -> frozenset[str]:
-    """The ``level`` values of the nodes ``v`` is placed on now (empty: not placed now)."""
+def _domains(v: PodSetVerdict, level: str, levels: Sequence[str]) -> frozenset[str]:
+    """The ``level`` values of the domains ``v`` is placed in now (empty: not placed now), read
+    from the placement's own leaf paths: no walk over the cluster's nodes on a review."""
     assignment = v.now.assignment if v.now is not None and v.now.fits else None
     if assignment is None:
         return frozenset()
-    labels = _labels_by_host(state)
-    found = set()
-    for domain in assignment.domains:
-        host = labels.get(domain.values[-1], {})
-        if level in host:
-            found.add(host[level])
-    return frozenset(found)
-
-
-def _labels_by_host(state: ClusterState) -> Mapping[str, Mapping[str, str]]:
-    return {node.labels.get(HOSTNAME_LABEL, node.name): node.labels for node in state.nodes}
+    depth = list(levels).index(level)
+    return frozenset(path[depth] for path in assignment.leaf_paths() if len(path) == len(levels))
