@@ -229,3 +229,12 @@ def test_a_worker_tasgate_cannot_judge_never_adds_to_a_denial() -> None:
     unknown = state(TWO, rack("a", prefix="u"))  # no queue there: not checked
     d = judge(gang(10), manager(small=worker(4, "s"), unknown=unknown), NONE)
     assert d.allowed and d.reason == "multikueue"
+
+
+def test_a_malformed_check_rule_leaves_its_clusterqueue_out_alone() -> None:
+    """onFlavors that is not a list: the ClusterQueue is left out (its workloads read not checked),
+    never an exception out of the state build."""
+    world = provisioned_world(rules=[{"name": "prov", "onFlavors": 5}])
+    assert [r.kind for r in world.rejected] == ["ClusterQueue"]
+    d = judge(gang(10), world, NONE)
+    assert (d.allowed, d.reason) == (True, "object-rejected")

@@ -128,14 +128,19 @@ def parse_check_rules(name: str, spec: Mapping[str, Any]) -> tuple[CheckRule, ..
     strategy = spec.get("admissionChecksStrategy")
     if isinstance(strategy, Mapping):
         where = f"ClusterQueue {name}: spec.admissionChecksStrategy.admissionChecks"
-        return tuple(
-            CheckRule(str(rule.get("name", "")), tuple(str(f) for f in rule.get("onFlavors") or []))
-            for rule in object_list(strategy.get("admissionChecks"), where)
-        )
+        rules = object_list(strategy.get("admissionChecks"), where)
+        return tuple(_rule(rule, f"{where}[{i}]") for i, rule in enumerate(rules))
     plain = spec.get("admissionChecks")
     if isinstance(plain, list):
         return tuple(CheckRule(str(check)) for check in plain)
     return ()
+
+
+def _rule(rule: Mapping[str, Any], where: str) -> CheckRule:
+    flavors = rule.get("onFlavors") or []
+    if not isinstance(flavors, list):
+        raise InvalidObject.at(f"{where}.onFlavors", "must be a list of flavor names")
+    return CheckRule(str(rule.get("name", "")), tuple(str(f) for f in flavors))
 
 
 def delay_for(
