@@ -75,6 +75,7 @@ def test_not_ready_until_every_kind_listed_or_known_absent() -> None:
         "cohorts",
         "admissionchecks",
         "provisioningrequestconfigs",
+        "multikueueconfigs",
         "workloads",
         "workloadpriorityclasses",
         "trainingruntimes",

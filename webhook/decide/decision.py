@@ -16,7 +16,7 @@ from webhook.decide.changes import placement_changed
 from webhook.decide.delayed import delayed_reason, effective_delays, today_figure
 from webhook.decide.depends import left_out
 from webhook.decide.gates import kueues_to_manage, opted_out
-from webhook.decide.multikueue import on_workers
+from webhook.decide.multikueue import dispatched_to, on_workers
 from webhook.decide.mustwait import must_wait
 from webhook.decide.native import decide_native
 from webhook.decide.native_create import create_native
@@ -52,11 +52,12 @@ from webhook.wire.errors import FieldError, InvalidObject
 
 def decide(review: Review, state: ClusterState, policy: Policy) -> Decision:
     decision = _decide(review, state, policy)
-    if decision.reason is Reason.MULTIKUEUE and decision.allowed and state.workers:
+    if decision.reason is Reason.MULTIKUEUE and decision.allowed and (state.workers or state.unreached):
         # Judged where Kueue dispatches it, as the manager leaves it (`decide.multikueue`).
+        workers, unreached = dispatched_to(state, decision.cluster_queue)
         dispatched = replace(review, obj=apply_entries(review.obj, decision.patch))
-        judged = {name: _decide(dispatched, worker, policy) for name, worker in state.workers.items()}
-        return on_workers(decision, judged)
+        judged = {name: _decide(dispatched, worker, policy) for name, worker in workers.items()}
+        return on_workers(decision, judged, unreached)
     return decision
 
 

@@ -24,6 +24,13 @@ async def api_client(kubeconfig: str | None) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+async def api_client_from(kubeconfig: Mapping[str, Any]) -> client.ApiClient:
+    """From a kubeconfig's content (a MultiKueue worker's, read from its Secret): its current context."""
+    configuration = client.Configuration()
+    await config.load_kube_config_from_dict(dict(kubeconfig), client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
 async def checked(response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
     """Raw (unpreloaded) responses do not raise on errors: do it here, with the server's words."""
     if not 200 <= response.status <= 299:

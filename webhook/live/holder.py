@@ -30,11 +30,26 @@ class StateHolder:
     # Live mode: when the published state last matched the cluster, asked at each read
     # (``Mirror.confirmed_at``); None for a static state, whose freshness is its publish.
     confirmed: Callable[[], float | None] | None = None
+    # What every published state is given before it is held: the MultiKueue workers' states
+    # (``live.multikueue``); None: held as published.
+    attach: Callable[[ClusterState], ClusterState] | None = None
+    # Called after each publish (a MultiKueue worker's holder tells the manager's to republish).
+    listeners: list[Callable[[], None]] = field(default_factory=list)
     # States replaced by a change of structure, newest last, with when they were replaced.
     _earlier: deque[tuple[float, ClusterState]] = field(default_factory=lambda: deque(maxlen=EARLIER_KEPT))
     _recent: deque[tuple[float, ClusterState]] = field(default_factory=lambda: deque(maxlen=RECENT_KEPT))
 
     def publish(self, state: ClusterState) -> None:
+        self._hold(state if self.attach is None else self.attach(state))
+
+    def republish(self) -> None:
+        """Hold the current state again with what `attach` gives now (a worker's state changed)."""
+        if self.current is not None and self.attach is not None:
+            attached = self.attach(self.current)
+            if attached is not self.current:
+                self._hold(attached)
+
+    def _hold(self, state: ClusterState) -> None:
         now = time.monotonic()
         if self.current is not None and self.current is not state:
             _keep(self._recent, now, self.current)
@@ -42,6 +57,8 @@ class StateHolder:
                 _keep(self._earlier, now, self.current)
         self.current, self.loaded_at = state, now
         self.fresh_at = self.loaded_at
+        for listener in self.listeners:
+            listener()
 
     def earlier(self) -> tuple[ClusterState, ...]:
         """The states a mutation of a request still being admitted may have been decided on,

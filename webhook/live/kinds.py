@@ -100,6 +100,13 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
             "admissionchecks", kueue, "AdmissionCheck", custom(KUEUE, kueue_version, "admissionchecks"), True
         ),
         Kind(
+            "multikueueconfigs",
+            kueue,
+            "MultiKueueConfig",
+            custom(KUEUE, kueue_version, "multikueueconfigs"),
+            True,
+        ),
+        Kind(
             "provisioningrequestconfigs",
             kueue,
             "ProvisioningRequestConfig",

@@ -158,6 +158,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"where the Lease is; it must exist, or no replica writes (said once in the log and on "
         f"/readyz). Default: $POD_NAMESPACE, else {Campaign.lease_namespace} [TASGATE_LEASE_NAMESPACE]",
     )
+    parser.add_argument(
+        "--multikueue-workers",
+        action=argparse.BooleanOptionalAction,
+        default=switch("MULTIKUEUE_WORKERS", False),
+        help="live mode on a MultiKueue manager: also watch each worker cluster, reached as Kueue "
+        "reaches it (MultiKueueCluster objects, their kubeconfig Secrets in --kueue-namespace; "
+        "RBAC: docs/live.md#multikueue), and judge MultiKueue gangs there [TASGATE_MULTIKUEUE_WORKERS]",
+    )
+    parser.add_argument(
+        "--kueue-namespace",
+        default=env("KUEUE_NAMESPACE", "kueue-system"),
+        help="the namespace Kueue runs in, where MultiKueue's kubeconfig Secrets are "
+        "[TASGATE_KUEUE_NAMESPACE]",
+    )
     parser.add_argument(  # the fault suite makes background tasks raise through it; never in production
         "--test-fault-hook",
         action="store_true",

@@ -72,6 +72,9 @@ class StateSource:
     kubeconfig: str | None = None
     watch: WatchSettings = field(default_factory=WatchSettings)
     election: Election = field(default_factory=Election)
+    # Live mode: watch the MultiKueue worker clusters whose kubeconfig Secrets are in this
+    # namespace (Kueue's own), ``--multikueue-workers``; None: not watched.
+    multikueue_namespace: str | None = None
 
 
 @dataclass

@@ -23,12 +23,13 @@ from webhook.decide.policy import Policy
 from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
 from webhook.live import heartbeat, leader, tracker, watch
-from webhook.live.api import api_client
+from webhook.live.api import api_client, api_client_from
 from webhook.live.events import EventRecorder
 from webhook.live.holder import StateHolder
 from webhook.live.kinds import kinds as watched_kinds
 from webhook.live.lease import Standing
 from webhook.live.mirror import Mirror
+from webhook.live.multikueue import WorkerClusters, WorkerState, multikueue_clusters
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
 from webhook.live.reconcile import Compute, NotReadyError, PodGroups, Reconciler
@@ -61,7 +62,8 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
         api = await api_client(source.kubeconfig)
         app[API] = api
         supervisor, policy = app[SUPERVISOR], app[POLICY]
-        mirror = watch_into(app[STATE], api, supervisor, lambda: policy.current, source, engine)
+        stale_after = app[SETTINGS].stale_after
+        mirror = watch_into(app[STATE], api, supervisor, lambda: policy.current, source, engine, stale_after)
         every = heartbeat.interval_for(app[SETTINGS].stale_after)
         supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror, every))
         events = _track(app, api, source, mirror.native)
@@ -81,9 +83,31 @@ def watch_into(
     policy: Callable[[], Policy],
     source: StateSource,
     engine: scorer.Engine,
+    stale_after: float = 0.0,
 ) -> Mirror:
     """One list+watch per kind into a `Mirror` publishing into ``holder``, each supervised (the
-    server's state, and each decision process's own copy, ``serve.processes``)."""
+    server's state, and each decision process's own copy, ``serve.processes``); with
+    ``--multikueue-workers``, each MultiKueue worker cluster's too (`watch_workers`), judged on
+    while younger than ``stale_after`` seconds (0: always)."""
+    mirror, jobs = mirror_jobs(holder, api, policy, source, engine, settle_heap=True)
+    for name, job in jobs.items():
+        supervisor.spawn(name, job)
+    if source.multikueue_namespace is not None:
+        watch_workers(holder, api, supervisor, policy, source, engine, stale_after)
+    return mirror
+
+
+def mirror_jobs(
+    holder: StateHolder,
+    api: Any,
+    policy: Callable[[], Policy],
+    source: StateSource,
+    engine: scorer.Engine,
+    settle_heap: bool = False,
+    prefix: str = "",
+) -> tuple[Mirror, Writers]:
+    """A `Mirror` publishing into ``holder`` and the jobs that feed it: a list+watch per kind and
+    its publisher."""
     book = NativeBook()  # the native v1.36 gang kinds, gated on the API being served
     kinds = [*watched_kinds(), *native_kinds(book)]
     mirror = Mirror(
@@ -91,14 +115,41 @@ def watch_into(
         [k.name for k in kinds],
         engine=engine,
         default_levels=lambda state: default_snapshot_levels(state, policy().default_topology),
-        settle_heap=True,
+        settle_heap=settle_heap,
         native=book,
     )
-    for kind in kinds:
-        job = functools.partial(watch.run_kind, api, kind, mirror, source.watch)
-        supervisor.spawn(f"watch-{kind.name}", job)
-    supervisor.spawn("publish", mirror.publish_forever)
-    return mirror
+    jobs: Writers = {
+        f"{prefix}watch-{kind.name}": functools.partial(watch.run_kind, api, kind, mirror, source.watch)
+        for kind in kinds
+    }
+    jobs[f"{prefix}publish"] = mirror.publish_forever
+    return mirror, jobs
+
+
+def watch_workers(
+    holder: StateHolder,
+    api: Any,
+    supervisor: Supervisor,
+    policy: Callable[[], Policy],
+    source: StateSource,
+    engine: scorer.Engine,
+    stale_after: float,
+) -> WorkerClusters:
+    """The MultiKueue worker clusters' live states, carried by ``holder``'s (`live.multikueue`)."""
+
+    async def start(name: str, kubeconfig: Mapping[str, Any]) -> WorkerState:
+        worker_api = await api_client_from(kubeconfig)
+        worker = WorkerState(StateHolder(source=f"worker {name}"), worker_api)
+        _, jobs = mirror_jobs(worker.holder, worker_api, policy, source, engine, prefix=f"worker-{name}-")
+        worker.task = asyncio.create_task(supervisor.run_all(jobs), name=f"worker-{name}")
+        return worker
+
+    namespace = source.multikueue_namespace or "kueue-system"
+    workers = WorkerClusters(api, namespace, start, holder, stale_after)
+    feed = functools.partial(watch.run_kind, api, multikueue_clusters(), workers, source.watch)
+    supervisor.spawn("watch-multikueueclusters", feed)
+    supervisor.spawn("multikueue-workers", workers.run)
+    return workers
 
 
 def _track(app: web.Application, api: Any, source: StateSource, book: NativeBook) -> EventRecorder:

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         raise StartError(f"--kubeconfig {args.kubeconfig}: no such file")
+    if args.multikueue_workers and not (args.kubeconfig or args.in_cluster):
+        raise StartError(
+            "--multikueue-workers watches worker clusters in live mode: give --kubeconfig, "
+            "--live or --in-cluster"
+        )
     policy = load_policy(args.policy)
     cert, key, note = _certificates(args, scratch)
     client_ca = Path(args.client_ca_file) if args.client_ca_file else None
@@ -87,7 +92,10 @@ def _run(args: argparse.Namespace, scratch: list[Path]) -> int:
             enabled=args.leader_elect,
             campaign=Campaign(lease_name=args.lease_name, lease_namespace=args.lease_namespace),
         )
-        source = StateSource(live=True, kubeconfig=args.kubeconfig, election=election)
+        workers = args.kueue_namespace if args.multikueue_workers else None
+        source = StateSource(
+            live=True, kubeconfig=args.kubeconfig, election=election, multikueue_namespace=workers
+        )
         where = f"the API server of {args.kubeconfig or 'this pod (in-cluster)'}"
     else:
         label = "static" if args.cluster else "sample"

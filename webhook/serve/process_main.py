@@ -155,6 +155,6 @@ async def _load(
         heap.settle()
     elif source.live:
         api = await api_client(source.kubeconfig)
-        watch_into(holder, api, supervisor, policy, source, stopwatch)
+        watch_into(holder, api, supervisor, policy, source, stopwatch, config.settings.stale_after)
         return api
     return None

@@ -27,7 +27,7 @@ from webhook.wire.errors import InvalidObject
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-KINDS = frozenset({"AdmissionCheck", "ProvisioningRequestConfig"})
+KINDS = frozenset({"AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig"})
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class AdmissionCheck:
     controller: str
     active: bool
     config: str | None = None  # the ProvisioningRequestConfig its parameters name, if any
+    multikueue_config: str | None = None  # the MultiKueueConfig its parameters name, if any
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Delay:
     kind: str
     check: str
     config: ProvisioningConfig | None = None
+    # MultiKueue: the worker clusters (MultiKueueCluster names) its MultiKueueConfig lists; None
+    # when that config is not known (every worker tasgate was given may be one).
+    workers: tuple[str, ...] | None = None
 
     def describe(self, queue: str) -> str:
         """One sentence naming the check, for a verdict's warning (numbers come in their own)."""
@@ -86,22 +90,30 @@ class Delay:
         )
 
 
-def add_check_object(
-    obj: Mapping[str, Any],
-    kind: str,
-    name: str,
-    checks: dict[str, AdmissionCheck],
-    configs: dict[str, ProvisioningConfig],
-) -> None:
-    """Fold an AdmissionCheck or a ProvisioningRequestConfig in (both cluster-scoped)."""
+@dataclass
+class CheckObjects:
+    """The admission check objects of one cluster, by name (all cluster-scoped)."""
+
+    checks: dict[str, AdmissionCheck]
+    configs: dict[str, ProvisioningConfig]
+    multikueue: dict[str, tuple[str, ...]]  # MultiKueueConfig -> its clusters
+
+
+def add_check_object(obj: Mapping[str, Any], kind: str, name: str, into: CheckObjects) -> None:
+    """Fold an AdmissionCheck, a ProvisioningRequestConfig or a MultiKueueConfig in."""
     spec = obj.get("spec") or {}
     if not isinstance(spec, Mapping):
         raise InvalidObject.at(f"{kind} {name}: spec", "must be an object")
     if kind == "AdmissionCheck":
-        checks[name] = _admission_check(obj, name, spec)
+        into.checks[name] = _admission_check(obj, name, spec)
+    elif kind == "MultiKueueConfig":
+        clusters = spec.get("clusters") or []
+        if not isinstance(clusters, list):
+            raise InvalidObject.at(f"MultiKueueConfig {name}: spec.clusters", "must be a list of names")
+        into.multikueue[name] = tuple(str(c) for c in clusters)
     else:
         managed = spec.get("managedResources") or []
-        configs[name] = ProvisioningConfig(
+        into.configs[name] = ProvisioningConfig(
             name,
             str(spec.get("provisioningClassName") or ""),
             tuple(str(r) for r in managed) if isinstance(managed, list) else (),
@@ -116,10 +128,12 @@ def _admission_check(obj: Mapping[str, Any], name: str, spec: Mapping[str, Any])
         for c in (conditions if isinstance(conditions, list) else [])
     )
     params = spec.get("parameters")
-    config = None
-    if isinstance(params, Mapping) and params.get("kind") == "ProvisioningRequestConfig":
-        config = str(params.get("name") or "") or None
-    return AdmissionCheck(name, str(spec.get("controllerName") or ""), active, config)
+    kind = params.get("kind") if isinstance(params, Mapping) else None
+    named = str(params.get("name") or "") or None if isinstance(params, Mapping) else None
+    controller = str(spec.get("controllerName") or "")
+    if kind == "MultiKueueConfig":
+        return AdmissionCheck(name, controller, active, multikueue_config=named)
+    return AdmissionCheck(name, controller, active, named if kind == "ProvisioningRequestConfig" else None)
 
 
 def parse_check_rules(name: str, spec: Mapping[str, Any]) -> tuple[CheckRule, ...]:
@@ -148,6 +162,7 @@ def delay_for(
     flavor: str,
     checks: Mapping[str, AdmissionCheck],
     configs: Mapping[str, ProvisioningConfig],
+    multikueue: Mapping[str, tuple[str, ...]],
 ) -> Delay | None:
     """Whether Kueue delays the topology of ``flavor`` in a queue with these check ``rules``.
 
@@ -157,7 +172,8 @@ def delay_for(
     for rule in rules:
         check = checks.get(rule.name)
         if check is not None and check.controller == MULTIKUEUE_CONTROLLER:
-            return Delay("multikueue", rule.name)
+            workers = multikueue.get(check.multikueue_config or "")
+            return Delay("multikueue", rule.name, workers=workers)
     for rule in rules:
         if not rule.applies_to(flavor):
             continue

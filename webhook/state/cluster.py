@@ -50,6 +50,7 @@ class ClusterState:
     cohorts: Mapping[str, Cohort] = field(default_factory=dict)
     admission_checks: Mapping[str, AdmissionCheck] = field(default_factory=dict)
     provisioning_configs: Mapping[str, ProvisioningConfig] = field(default_factory=dict)
+    multikueue_configs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> clusters
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> labels
     runtimes: Mapping[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)  # Trainer runtimes
     limit_ranges: Mapping[str, PodDefaults] = field(default_factory=dict)  # namespace -> summary
@@ -74,6 +75,9 @@ class ClusterState:
     native: NativeIndex = field(default_factory=NativeIndex)
     # MultiKueue worker clusters by name, each its own state (`decide.multikueue`); empty: unknown.
     workers: Mapping[str, ClusterState] = field(default_factory=dict)
+    # Worker clusters tasgate watches but cannot judge on now, and why (live mode,
+    # `live.multikueue`): no state yet, a stale one, a kubeconfig it cannot read.
+    unreached: Mapping[str, str] = field(default_factory=dict)
     _snapshots: dict[tuple[object, ...], Cluster] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     # Set by `without_workload`: the state its snapshots are derived from and the usage removed.
@@ -208,7 +212,8 @@ class ClusterState:
     def topology_delay(self, cluster_queue: ClusterQueue, flavor: str) -> Delay | None:
         """Why Kueue places ``flavor``'s topology elsewhere or later for this queue (None: it
         places on today's nodes): `state.admission_checks`."""
-        return delay_for(cluster_queue.checks, flavor, self.admission_checks, self.provisioning_configs)
+        checks, configs = self.admission_checks, self.provisioning_configs
+        return delay_for(cluster_queue.checks, flavor, checks, configs, self.multikueue_configs)
 
     @functools.cached_property
     def quota_tree(self) -> QuotaTree:
@@ -237,6 +242,7 @@ STRUCTURE = (
     "cohorts",
     "admission_checks",
     "provisioning_configs",
+    "multikueue_configs",
     "namespaces",
     "runtimes",
     "limit_ranges",
@@ -290,6 +296,7 @@ def build_state(
         cohorts=fold.cohorts,
         admission_checks=fold.admission_checks,
         provisioning_configs=fold.provisioning_configs,
+        multikueue_configs=fold.multikueue_configs,
         namespaces=fold.namespaces,
         runtimes=fold.runtimes,
         limit_ranges={ns: limit_range_defaults(found) for ns, found in fold.limit_ranges.items()},

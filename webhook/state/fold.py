@@ -15,7 +15,7 @@ from typing import Any
 from scorer.model import Node
 from webhook.model.workloads import RuntimeKey
 from webhook.state.admission_checks import KINDS as CHECK_KINDS
-from webhook.state.admission_checks import AdmissionCheck, ProvisioningConfig, add_check_object
+from webhook.state.admission_checks import AdmissionCheck, CheckObjects, ProvisioningConfig, add_check_object
 from webhook.state.defaults import LimitRange, read_limit_range, runtime_overhead
 from webhook.state.fields import metadata, string_map
 from webhook.state.kueue import ClusterQueue, Cohort, Flavor, LocalQueue, Topology, add_kueue_object
@@ -58,6 +58,7 @@ class Fold:
     cohorts: dict[str, Cohort] = field(default_factory=dict)
     admission_checks: dict[str, AdmissionCheck] = field(default_factory=dict)
     provisioning_configs: dict[str, ProvisioningConfig] = field(default_factory=dict)
+    multikueue_configs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
     limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
@@ -125,7 +126,8 @@ class Fold:
         elif group == TRAINER_GROUP and kind in RUNTIME_KINDS:
             self.runtimes[(str(kind), namespace, name)] = obj
         elif group == KUEUE_GROUP and kind in CHECK_KINDS:
-            add_check_object(obj, str(kind), name, self.admission_checks, self.provisioning_configs)
+            into = CheckObjects(self.admission_checks, self.provisioning_configs, self.multikueue_configs)
+            add_check_object(obj, str(kind), name, into)
         elif group == KUEUE_GROUP:
             add_kueue_object(
                 obj,
