@@ -197,7 +197,9 @@ class TasgateServer:
     (test_live_state_stays_fresh_while_its_watches_are_healthy).
     """
 
-    def __init__(self, cp: ControlPlane, workdir: Path, stale_after: float = 0) -> None:
+    def __init__(
+        self, cp: ControlPlane, workdir: Path, stale_after: float = 0, extra: Sequence[str] = ()
+    ) -> None:
         self.cp = cp
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
@@ -208,7 +210,10 @@ class TasgateServer:
         self._stdout: IO[bytes] = self.stdout_path.open("wb")
         self._stderr: IO[bytes] = self.stderr_path.open("wb")
         self.proc = subprocess.Popen(
-            serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, f"{stale_after:g}"),
+            [
+                *serve_argv(cp.kubeconfig, self.port, self.metrics_port, self.certs, f"{stale_after:g}"),
+                *extra,
+            ],
             stdout=self._stdout,
             stderr=self._stderr,
         )
@@ -555,9 +560,12 @@ def predicted_podsets(verdict: Mapping[str, Any]) -> dict[str, tuple[str | None,
 
 
 @contextlib.contextmanager
-def fidelity_world(workdir: Path, cp: ControlPlane, kueue: Kueue) -> Iterator[Fidelity]:
-    """tasgate started against ``cp`` (after Kueue), the world built; tasgate stopped on exit."""
-    tasgate = TasgateServer(cp, workdir)
+def fidelity_world(
+    workdir: Path, cp: ControlPlane, kueue: Kueue, tasgate_args: Sequence[str] = ()
+) -> Iterator[Fidelity]:
+    """tasgate started against ``cp`` (after Kueue) with ``tasgate_args`` added, the world built;
+    tasgate stopped on exit."""
+    tasgate = TasgateServer(cp, workdir, extra=tasgate_args)
     try:
         world = Fidelity(cp, kueue, tasgate, workdir)
         world.build()

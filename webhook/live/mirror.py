@@ -33,6 +33,7 @@ from webhook.live.native import BOUND_PODS, NativeBook
 from webhook.live.native import KINDS as NATIVE_KINDS
 from webhook.live.parsed import SLIM_KINDS, Listing, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.publisher import Publisher
+from webhook.live.rebuild_hold import RebuildHold
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, SnapshotKey, UsageBook, private_frees
 from webhook.state.cluster import ClusterState
@@ -77,6 +78,7 @@ class Mirror(Publisher):
         self.nodes: dict[str, tuple[str, Node]] = {}  # name -> (resourceVersion, node without usage)
         self.usage = UsageBook()
         self.rejections = Rejections()  # nodes, pods and Workloads that do not parse
+        self.hold: RebuildHold | None = None  # test-only (`live.rebuild_hold`)
         super().__init__(kinds)
         self.absent: set[str] = set()
         holder.confirmed = self.confirmed_at
@@ -141,7 +143,10 @@ class Mirror(Publisher):
             taken = None if event == "DELETED" else workload_found(obj)
             uses, charge = taken if isinstance(taken, tuple) else ((), None)
             changed = self.usage.set_workload(key, uses)
-            changed = self.usage.set_charge(key, charge) or changed
+            charged = self.usage.set_charge(key, charge)
+            if charged and self.hold is not None:
+                self.hold.charge_landed(key)
+            changed = charged or changed
             if self._rejected(kind, key, taken) or changed:
                 self._changed()
             return
@@ -218,7 +223,8 @@ class Mirror(Publisher):
             try:
                 # Made with every snapshot ready: reviews never wait for it nor build a
                 # snapshot themselves, and use the previous generation meanwhile.
-                made, frees = await asyncio.to_thread(_made, inputs, self.default_levels)
+                build = _made if self.hold is None else self.hold.wrap(_made)
+                made, frees = await asyncio.to_thread(build, inputs, self.default_levels)
             except Exception:
                 log.exception("cluster state not rebuilt; the last one stays published")
                 self.usage.abort_rebuild()

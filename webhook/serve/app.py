@@ -21,7 +21,7 @@ import scorer
 from webhook.decide.policy import PolicyError
 from webhook.decide.policy_text import parse_policy
 from webhook.live.holder import StateHolder
-from webhook.serve import errors, handlers, live_tasks, probes, topology
+from webhook.serve import debug, errors, handlers, live_tasks, probes, topology
 from webhook.serve.audit import AuditLog
 from webhook.serve.keys import (
     AUDIT,
@@ -111,8 +111,8 @@ def create_metrics_app(app: web.Application) -> web.Application:
     )  # the cluster's layout: the scraper's port only
     side.router.add_get("/healthz", probes.healthz)
     side.router.add_get("/readyz", probes.readyz)
-    if app[SETTINGS].fault_hook:  # test-only: make a background task fail (the fault suite)
-        side.router.add_post("/debug/raise/{task}", errors.inject_fault)
+    if app[SETTINGS].fault_hook:  # test-only: fail a background task, hold a rebuild
+        debug.add_routes(side)
     return side
 
 

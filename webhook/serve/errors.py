@@ -20,7 +20,7 @@ from aiohttp import web
 from webhook.serve.deciding import unavailable
 from webhook.serve.handlers import json_response
 from webhook.serve.hangups import hung_up
-from webhook.serve.keys import METRICS, REVIEW_UID, SETTINGS, SUPERVISOR, main_app
+from webhook.serve.keys import METRICS, REVIEW_UID, SETTINGS
 from webhook.wire.admission import review_response
 
 log = logging.getLogger("tasgate")
@@ -64,11 +64,3 @@ def _failed(request: web.Request) -> web.StreamResponse:
         warnings=outcome.warnings,
     )
     return json_response(body)
-
-
-async def inject_fault(request: web.Request) -> web.Response:
-    """Test-only (``--test-fault-hook``): make the background task named in the path fail."""
-    name = request.match_info["task"]
-    if main_app(request.app)[SUPERVISOR].inject(name):
-        return web.Response(text=f"fault injected into {name}\n")
-    return web.Response(status=404, text=f"no running task {name}\n")

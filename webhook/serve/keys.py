@@ -18,6 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 from webhook.decide.policy import Policy
 from webhook.live.holder import StateHolder
 from webhook.live.leader import Campaign
+from webhook.live.rebuild_hold import RebuildHold
 from webhook.live.reconcile import Reconciler
 from webhook.live.watch import WatchSettings
 from webhook.serve.metrics import Metrics
@@ -111,6 +112,7 @@ class Deciders(Protocol):
 
 SETTINGS = web.AppKey("settings", Settings)
 STATE = web.AppKey("state", StateHolder)
+REBUILD_HOLD = web.AppKey("rebuild-hold", RebuildHold)  # test-only (`serve.debug`)
 METRICS = web.AppKey("metrics", Metrics)
 AUDIT: web.AppKey[AuditSink] = web.AppKey("audit")
 RUNTIME = web.AppKey("runtime", Runtime)

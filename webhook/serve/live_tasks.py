@@ -32,6 +32,7 @@ from webhook.live.mirror import Mirror
 from webhook.live.multikueue import WorkerClusters, WorkerState, multikueue_clusters
 from webhook.live.native import NativeBook
 from webhook.live.native_kinds import native_kinds
+from webhook.live.rebuild_hold import RebuildHold
 from webhook.live.reconcile import Compute, NotReadyError, PodGroups, Reconciler
 from webhook.live.tracked import tracked_kinds
 from webhook.serve.keys import (
@@ -40,6 +41,7 @@ from webhook.serve.keys import (
     METRICS,
     PODGROUPS,
     POLICY,
+    REBUILD_HOLD,
     SETTINGS,
     STATE,
     SUPERVISOR,
@@ -64,6 +66,8 @@ def context(source: StateSource, engine: scorer.Engine) -> Callable[[web.Applica
         supervisor, policy = app[SUPERVISOR], app[POLICY]
         stale_after = app[SETTINGS].stale_after
         mirror = watch_into(app[STATE], api, supervisor, lambda: policy.current, source, engine, stale_after)
+        if app[SETTINGS].fault_hook:  # test-only: the rebuild hold (`serve.debug`)
+            mirror.hold = app[REBUILD_HOLD] = RebuildHold()
         every = heartbeat.interval_for(app[SETTINGS].stale_after)
         supervisor.spawn("heartbeat", functools.partial(heartbeat.beat_forever, api, mirror, every))
         events = _track(app, api, source, mirror.native)
