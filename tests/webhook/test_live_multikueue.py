@@ -23,7 +23,7 @@ import yaml
 import scorer
 from tests.webhook.fakeapi import FakeApi
 from tests.webhook.quota_world import cluster_queue, flavors_and_topology, gang, local_queue, rack, resources
-from tests.webhook.test_admission_checks import MULTIKUEUE_CONTROLLER, TWO, check, queue_with
+from tests.webhook.test_admission_checks import TWO, check, queue_with
 from webhook.decide.decision import decide
 from webhook.decide.verdicts import Decision, Review
 from webhook.files.policy import load_policy
@@ -33,6 +33,7 @@ from webhook.live.watch import WatchSettings
 from webhook.serve.keys import StateSource
 from webhook.serve.live_tasks import watch_workers
 from webhook.serve.supervise import Supervisor
+from webhook.state.admission_checks import MULTIKUEUE_CONTROLLER
 from webhook.state.cluster import ClusterState, build_state
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

@@ -31,7 +31,7 @@ from webhook.live.assemble import assemble as _assemble
 from webhook.live.holder import StateHolder
 from webhook.live.native import BOUND_PODS, NativeBook
 from webhook.live.native import KINDS as NATIVE_KINDS
-from webhook.live.parsed import SLIM_KINDS, Listing, kept_of, key_of, parsed_node, pod_use, workload_found
+from webhook.live.parsed import Listing, compared, kept_of, key_of, parsed_node, pod_use, workload_found
 from webhook.live.publisher import Publisher
 from webhook.live.rebuild_hold import RebuildHold
 from webhook.live.rejections import Rejections
@@ -160,7 +160,7 @@ class Mirror(Publisher):
             kept, before = kept_of(kind, obj), self.raw[kind].get(key)
             if kept is not None:
                 self.raw[kind][key] = kept
-            changed = self._node(obj) if kind == "nodes" else kind not in SLIM_KINDS or kept != before
+            changed = self._node(obj) if kind == "nodes" else not compared(kind) or kept != before
         if changed:
             if kind == "nodes":
                 self.node_changes.add(name)  # edited into the snapshots, not rebuilt

@@ -10,6 +10,7 @@ A node, pod or Workload that does not parse is a `Rejected` instead, kept by the
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,8 +35,22 @@ SLIM_KINDS = frozenset({"deployments", "configmaps"})
 NOT_KEPT = frozenset({"nodes", "pods", "workloads", "podgroups", "volcanopodgroups", *native.KINDS})
 
 
+# Kinds whose status the state never reads. Kueue writes a ClusterQueue's and a LocalQueue's
+# status on every reservation and admission (pending and reserving counts, flavor usage); kept
+# whole, each such write would rebuild the whole state. Kept without their status and the
+# metadata that changes with it, a status write is no change at all (`Mirror.apply` compares).
+STATUS_UNREAD = frozenset(
+    {
+        "clusterqueues", "localqueues", "cohorts", "topologies", "resourceflavors",
+        "multikueueconfigs", "provisioningrequestconfigs", "workloadpriorityclasses",
+    }
+)  # fmt: skip
+VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
+
+
 def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """What of ``obj`` the state builder reads: nothing, its name and labels, or all of it."""
+    """What of ``obj`` the state builder reads: nothing, its name and labels, all of it but
+    its status, or all of it."""
     if kind in NOT_KEPT:
         return None
     if kind == "namespaces":
@@ -44,7 +59,21 @@ def kept_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": slim}
     if kind in SLIM_KINDS:
         return kueue_manager.slim(obj)
+    if kind in STATUS_UNREAD:  # a copy: the next event is compared with it (never an alias)
+        meta = obj.get("metadata")
+        kept = {key: copy.deepcopy(value) for key, value in obj.items() if key not in ("status", "metadata")}
+        if isinstance(meta, Mapping):
+            kept["metadata"] = {k: copy.deepcopy(v) for k, v in meta.items() if k not in VOLATILE_METADATA}
+        return kept
     return obj
+
+
+def compared(kind: str) -> bool:
+    """Whether an update of ``kind`` is a change only when what is kept of it changed (else every
+    update is one: the whole object is kept, and its resourceVersion always moves). A kind not
+    kept at all (a PodGroup: only whether its CRD is served counts, `Mirror.commit`) never
+    changes the state by an event: each PodGroup the reconciler writes would rebuild it."""
+    return kind in SLIM_KINDS or kind in STATUS_UNREAD or kind in NOT_KEPT
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
