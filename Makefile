@@ -99,6 +99,14 @@ e2e-scale: $(STAMP) binaries
 # The container image without a Docker engine (as root: Debian's mmdebstrap and umoci): built into
 # ~/.cache/tasgate/image/oci (outside the repo), then started chrooted and probed. See image/build.sh.
 .PHONY: image
+# A local cluster in one command (e2e/demo.py): the e2e control plane, 8 kwok GPU nodes (2 blocks x 2
+# racks x 2 hosts), Kueue v0.19.2 with TAS, Coscheduling and tasgate behind its webhooks; four Jobs
+# applied with kubectl, then tasgate status; up until Ctrl-C. The first run builds the e2e binaries
+# (e2e/build-binaries.sh, once). `$(PY) -m e2e.demo --no-wait` stops after the status instead.
+.PHONY: demo
+demo: $(STAMP)
+	$(PY) -m e2e.demo
+
 image: $(STAMP)
 	bash image/build.sh && bash image/test.sh
 

@@ -8,6 +8,11 @@
   ``<!-- values:end -->``): a row per leaf of ``charts/tasgate/values.schema.json`` in its order,
   its default from ``values.yaml``, what it accepts from the schema, and what it does from the
   comment above it in ``values.yaml``, with ``NOTES`` for what a comment does not say.
+- The Datadog tables (docs/monitoring.md, between ``<!-- datadog:start -->`` and
+  ``<!-- datadog:end -->``): every metric and service check the Datadog Agent's openmetrics check
+  sent from a live tasgate, read from ``tests/webhook/fixtures/datadog-check.json``, which
+  ``tests/webhook/test_datadog_check.py`` keeps equal to a run of that check (this script starts no
+  server: the fixture is the run's record).
 
 ``.venv/bin/python hack/gen-docs.py`` rewrites the files; ``--check`` only says which differ (exit 1).
 ``tests/webhook/test_generated_docs.py`` fails when a committed text is not what this writes.
@@ -31,10 +36,13 @@ REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "tasgate"
 DUMP = ("<!-- dump:start -->\n", "\n<!-- dump:end -->")
 VALUES = ("<!-- values:start -->\n", "\n<!-- values:end -->")
+DATADOG = ("<!-- datadog:start -->\n", "\n<!-- datadog:end -->")
+DATADOG_CHECK = REPO / "tests" / "webhook" / "fixtures" / "datadog-check.json"
 TARGETS = {
     "README.md": (DUMP,),
     "docs/cli.md": (DUMP,),
     "docs/install.md": (DUMP, VALUES),
+    "docs/monitoring.md": (DATADOG,),
 }
 # What a value does, where values.yaml has no comment above it, or its comment leaves out
 # something a person installing must know (appended to the comment).
@@ -104,7 +112,7 @@ def accepts(spec: Mapping[str, Any]) -> str:
         return ", ".join(f"`{v}`" if v != "" else '`""`' for v in spec["enum"])
     kind = spec.get("type", "any")
     words = {"integer": "integer", "number": "number", "boolean": "`true`, `false`", "string": "string"}
-    text = {"object": "map", "array": "list"}.get(kind, words.get(kind, kind))
+    text: str = {"object": "map", "array": "list"}.get(kind, words.get(kind, kind))
     bounds = [
         f"{sign} {spec[name]}"
         for name, sign in (
@@ -137,6 +145,22 @@ def _default(value: Any) -> str:
     return f"`{text.removesuffix('...').strip()}`"
 
 
+def datadog_tables(sent: Mapping[str, Any]) -> str:
+    """The metrics (name, Datadog type, tag names) and the service checks (status while tasgate is
+    ready and while it is not, tag names) the Agent's check sent, as recorded in ``sent``."""
+    rows = ["| Datadog metric | type | tags |", "|---|---|---|"]
+    for name, spec in sorted(sent["metrics"].items()):
+        rows.append(f"| `{name}` | {spec['type']} | {_names(spec['tags'])} |")
+    rows += ["", "| service check | ready | not ready | tags |", "|---|---|---|---|"]
+    for name, spec in sorted(sent["service_checks"].items()):
+        rows.append(f"| `{name}` | {spec['ready']} | {spec['not ready']} | {_names(spec['tags'])} |")
+    return "\n".join(rows)
+
+
+def _names(tags: list[str]) -> str:
+    return ", ".join(f"`{tag}`" for tag in tags)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -159,7 +183,11 @@ def generated(text: str, markers: tuple[str, str], body: str) -> str:
 
 def bodies() -> dict[tuple[str, str], str]:
     schema = json.loads((CHART / "values.schema.json").read_text())
-    return {DUMP: dump_block(), VALUES: values_table(schema, (CHART / "values.yaml").read_text())}
+    return {
+        DUMP: dump_block(),
+        VALUES: values_table(schema, (CHART / "values.yaml").read_text()),
+        DATADOG: datadog_tables(json.loads(DATADOG_CHECK.read_text())),
+    }
 
 
 def expected(path: str) -> str:

@@ -18,6 +18,8 @@ COPIES = {
     "policy.yaml": "manifests/base/policy.yaml",
     "prometheusrule.yaml": "manifests/overlays/monitoring/prometheusrule.yaml",
     "dashboards/tasgate.json": "manifests/overlays/monitoring/dashboards/tasgate.json",
+    "datadog/dashboard.json": "manifests/monitoring/datadog/dashboard.json",
+    "datadog/monitors.json": "manifests/monitoring/datadog/monitors.json",
 }
 
 

@@ -72,6 +72,11 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (pod_info / "kustomization.yaml").write_text(
         "resources: [../cert-manager]\ncomponents: [../../components/pod-info-metrics]\n"
     )
+    workers = copy / "overlays" / "multikueue-workers"
+    workers.mkdir()
+    (workers / "kustomization.yaml").write_text(
+        "resources: [../cert-manager]\ncomponents: [../../components/multikueue-workers]\n"
+    )
     return copy
 
 
@@ -180,6 +185,19 @@ def test_pod_info_value_renders_the_component(helm: Helm, manifests: Path) -> No
     assert "--pod-info-metrics" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     (default,) = [d for d in helm.template() if d["kind"] == "Deployment"]
     assert "--pod-info-metrics" not in default["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_multikueue_value_renders_the_component(helm: Helm, manifests: Path) -> None:
+    """multikueue.workers adds the flags and the Secret-reading Role in Kueue's namespace, as
+    components/multikueue-workers does."""
+    chart = helm.template(*value_flags({"certificates.mode": "cert-manager", "multikueue.workers": "true"}))
+    assert_same(chart, kustomize(manifests / "overlays" / "multikueue-workers"), kustomize_only=[NS],
+                unlabelled=CERT_OBJECTS)  # fmt: skip
+    (role,) = [
+        d for d in chart if d["kind"] == "Role" and d["metadata"]["name"] == "tasgate-multikueue-workers"
+    ]
+    assert role["metadata"]["namespace"] == "kueue-system" and role["rules"][0]["verbs"] == ["get"]
+    assert not [d for d in helm.template() if d["metadata"]["name"] == "tasgate-multikueue-workers"]
 
 
 def test_straggler_ratio_value_sets_only_the_threshold_rule(helm: Helm) -> None:

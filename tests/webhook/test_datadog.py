@@ -3,7 +3,8 @@
 The annotation's ``metrics`` list is a copy of the registry's metric names (the Agent drops what
 the list does not name), so a metric added to the code and not to the annotation would silently
 never reach Datadog: this keeps the two equal, the chart's copy equal to the manifests', and the
-docs' Datadog section naming only metrics and tags the annotation produces.
+docs' Datadog section naming only metrics and tags the annotation produces. Without a server:
+``test_datadog_check.py`` runs the same instances with the Agent's check code on a live tasgate.
 """
 
 from __future__ import annotations
@@ -34,15 +35,21 @@ EVENT_REASONS = (
 )  # fmt: skip
 
 
-def _pod_template() -> dict[str, Any]:
+def pod_template() -> dict[str, Any]:
     return dict(yaml.safe_load(DEPLOYMENT.read_text())["spec"]["template"])
 
 
-def _instance() -> dict[str, Any]:
-    checks = json.loads(_pod_template()["metadata"]["annotations"][KEY])
-    (instance,) = checks["openmetrics"]["instances"]
+def instances() -> dict[str, dict[str, Any]]:
+    """The annotation's openmetrics instances by the path they scrape: ``metrics`` and ``readyz``."""
+    checks = json.loads(pod_template()["metadata"]["annotations"][KEY])
     assert checks["openmetrics"]["init_config"] == {}
-    return dict(instance)
+    found = {i["openmetrics_endpoint"].rsplit("/", 1)[1]: dict(i) for i in checks["openmetrics"]["instances"]}
+    assert len(found) == len(checks["openmetrics"]["instances"]) == 2, found
+    return found
+
+
+def _instance() -> dict[str, Any]:
+    return instances()["metrics"]
 
 
 def _served() -> set[str]:
@@ -54,7 +61,7 @@ def _served() -> set[str]:
     return {family.name for family in metrics.registry.collect()}
 
 
-def _renamed() -> dict[str, str]:
+def renamed() -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in _instance()["metrics"]:
         assert isinstance(entry, dict) and len(entry) == 1, entry
@@ -66,21 +73,33 @@ def test_the_annotation_lists_exactly_the_metrics_tasgate_serves() -> None:
     served = _served()
     assert {"tasgate_gang_domains_spanned", "tasgate_gang_phase_seconds", "tasgate_gangs"} <= served
     assert served >= NOT_FOR_DATADOG
-    assert set(_renamed()) == served - NOT_FOR_DATADOG
-    assert all(name == f"tasgate_{short}" for name, short in _renamed().items())
+    assert set(renamed()) == served - NOT_FOR_DATADOG
+    assert all(name == f"tasgate_{short}" for name, short in renamed().items())
 
 
 def test_the_check_scrapes_the_metrics_port_over_plain_http() -> None:
     instance = _instance()
-    (container,) = _pod_template()["spec"]["containers"]
+    (container,) = pod_template()["spec"]["containers"]
     port = next(p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
     assert f"--metrics-port={port}" in container["args"]
     assert instance["openmetrics_endpoint"] == f"http://%%host%%:{port}/metrics"
     assert instance["namespace"] == "tasgate" and "service:tasgate" in instance["tags"]
     assert instance["rename_labels"] == {"level": "topology_level", "domain": "topology_domain"}
+    # The check's own endpoint:<URL> tag would sit beside tasgate's endpoint label (mutate, validate).
+    assert instance["tag_by_endpoint"] is False
     assert (
         container["name"] == KEY.split("/")[1].split(".", maxsplit=1)[0]
     )  # the annotation names the container
+
+
+def test_readiness_is_read_off_readyz_on_the_metrics_port() -> None:
+    """/readyz answers on the metrics port too (probes.py): the second instance reads only its
+    status (every line of its body filtered out, no metric), the Agent's openmetrics.health service
+    check under its own namespace."""
+    readyz, metrics = instances()["readyz"], _instance()
+    assert readyz["openmetrics_endpoint"] == metrics["openmetrics_endpoint"].replace("/metrics", "/readyz")
+    assert readyz["namespace"] == "tasgate.readyz" and readyz["tags"] == metrics["tags"]
+    assert readyz["raw_line_filters"] == [".*"] and readyz["metrics"] == []
 
 
 def test_the_chart_carries_the_same_annotation() -> None:
@@ -96,8 +115,10 @@ def test_the_docs_datadog_section_names_only_what_the_annotation_produces() -> N
     text = (ROOT / "docs" / "monitoring.md").read_text()
     section = text[text.index("## Datadog\n") :]
     section = section[: section.index("\n## ", 1)]
-    produced = {f"tasgate.{short}" for short in _renamed().values()}
-    named = set(re.findall(r"(?<![/\w])tasgate\.[a-z_]+(?![/\w])", section))  # not tasgate.io/…
+    suffixes = ("", ".count", ".bucket", ".sum")
+    produced = {f"tasgate.{short}{suffix}" for short in renamed().values() for suffix in suffixes}
+    produced |= {f"{i['namespace']}.openmetrics.health" for i in instances().values()}
+    named = set(re.findall(r"(?<![/\w])tasgate(?:\.[a-z_]+)+(?![/\w])", section))  # not tasgate.io/…
     assert named and named <= produced, named - produced
     for tag in _instance()["rename_labels"].values():
         assert f"{tag}:" in section
@@ -114,7 +135,7 @@ def test_the_readme_points_at_the_datadog_section_the_annotation_is_described_in
     link to the docs' section, which names the annotation's key (test above)."""
     readme = (ROOT / "README.md").read_text()
     sentence = next(line for line in readme.splitlines() if "Datadog" in line)
-    checks = json.loads(_pod_template()["metadata"]["annotations"][KEY])
+    checks = json.loads(pod_template()["metadata"]["annotations"][KEY])
     assert set(checks) == {"openmetrics"} and "OpenMetrics check" in readme
     assert "Autodiscovery annotation" in readme and "(docs/monitoring.md#datadog)" in readme, sentence
     assert "\n## Datadog\n" in (ROOT / "docs" / "monitoring.md").read_text()

@@ -1,7 +1,9 @@
 """The docs that have a source in the code are generated from it (``hack/gen-docs.py``), and a
 committed text that differs from what it writes fails here, as the README's performance table
 is kept equal to ``bench/summary.json``: the cluster dump commands from the kinds ``check --live``
-lists, the Helm values table from ``values.schema.json`` and ``values.yaml``."""
+lists, the Helm values table from ``values.schema.json`` and ``values.yaml``, the Datadog tables
+from what the Agent's check sent (``fixtures/datadog-check.json``, kept equal to a live run of that
+check by ``test_datadog_check.py``)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def gen_docs() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("path", ["README.md", "docs/cli.md", "docs/install.md"])
+@pytest.mark.parametrize("path", ["README.md", "docs/cli.md", "docs/install.md", "docs/monitoring.md"])
 def test_committed_text_is_what_the_generator_writes(path: str) -> None:
     assert (REPO / path).read_text() == gen_docs().expected(path), (
         f"run .venv/bin/python {GEN.relative_to(REPO)}"
@@ -66,3 +68,18 @@ def test_the_docs_say_what_a_newcomer_missed() -> None:
     assert "`searchNamespace` reaches `tasgate-system`" in install
     for page in ("docs/install.md", "docs/cli.md"):
         assert "schedulerName" in (REPO / page).read_text(), page
+
+
+def test_the_datadog_tables_have_a_row_per_metric_and_service_check_the_check_sent() -> None:
+    """Rows read back from the generated text: the names, types and tags of the fixture, nothing
+    dropped or reordered into another metric's row."""
+    sent = json.loads((REPO / "tests" / "webhook" / "fixtures" / "datadog-check.json").read_text())
+    metrics, checks = gen_docs().datadog_tables(sent).split("\n\n")
+    rows = [line.strip("| ").split(" | ") for line in metrics.splitlines()[2:]]
+    assert len(rows) == len(sent["metrics"]) and all(len(row) == 3 for row in rows)
+    assert {name.strip("`"): (kind, tags) for name, kind, tags in rows} == {
+        name: (spec["type"], ", ".join(f"`{t}`" for t in spec["tags"]))
+        for name, spec in sent["metrics"].items()
+    }
+    assert "| `tasgate.readyz.openmetrics.health` | OK | CRITICAL |" in checks
+    assert len(checks.splitlines()) == 2 + len(sent["service_checks"])

@@ -113,6 +113,22 @@ async def test_the_tracker_counts_a_running_gang_once_with_its_spans() -> None:
     assert f'tasgate_gang_topology_met_total{{level="{RACK}",mode="required",result="met"}} 1.0' in text
 
 
+async def test_a_gang_running_before_the_state_loads_is_placed_once_it_does() -> None:
+    """tasgate started while the gang already ran: the tracker's first rounds come before the
+    cluster state is published; the placement waits for it instead of being given up."""
+    tracker, registry, _ = _tracker()
+    loaded = tracker.holder.current
+    tracker.holder.current = None
+    await tracker.step()
+    assert "tasgate_gang_domains_spanned_count{" not in generate_latest(registry).decode()
+    tracker.holder.current = loaded
+    tracker.dirty.set()
+    await tracker.step()
+    assert f'tasgate_gang_domains_spanned_count{{level="{RACK}",mode="required"}} 1.0' in (
+        generate_latest(registry).decode()
+    )
+
+
 async def test_a_violated_required_topology_is_counted_and_raises_one_event() -> None:
     events = Recorder()
     tracker, registry, _ = _tracker(nodes=("n0", "n4"), events=events)

@@ -45,7 +45,9 @@ class Observer:
         levels = {t.gang.workload.uid: topology_levels(t.gang.workload, state) for t in due}
         # Every node's labels only in a round where a gang newly runs (not every second).
         labels = {n.name: n.labels for n in state.nodes} if state is not None and due else {}
-        found = self.observe(tracked, levels, labels)
+        # No state yet (tasgate just started): a running gang's placement waits for one, or a gang
+        # already running at start-up would never be placed (no span, no TopologyViolated).
+        found = self.observe(tracked, levels, labels, place=state is not None)
         for seen in found:
             if seen.placement is not None:
                 self.placements[seen.tracked.gang.workload.key] = seen.placement
@@ -54,9 +56,14 @@ class Observer:
         return found
 
     def observe(
-        self, tracked: Iterable[Tracked], levels: Mapping[str, Sequence[str]], labels: Labels
+        self,
+        tracked: Iterable[Tracked],
+        levels: Mapping[str, Sequence[str]],
+        labels: Labels,
+        place: bool = True,
     ) -> list[Observation]:
-        """``levels``: Workload UID -> its Topology's levels (absent: no TAS, no placement)."""
+        """``levels``: Workload UID -> its Topology's levels (absent: no TAS, no placement);
+        ``place``: whether placements can be told this round (else they wait for the next)."""
         out, alive = [], set()
         for t in tracked:
             wl = t.gang.workload
@@ -69,7 +76,7 @@ class Observer:
             new = {k: v for k, v in found.seconds.items() if k not in done}
             partial = found.partial_start if "partial_start" not in done else None
             where = None
-            if t.status.state is State.RUNNING and "placement" not in done:
+            if place and t.status.state is State.RUNNING and "placement" not in done:
                 done.add("placement")
                 where = placement(wl, t.gang.pods, levels.get(wl.uid, ()), labels)
             done.update(new)
