@@ -151,6 +151,7 @@ cdef tuple _place(tree, free, other, req, bint both):
     r.inner_sizes = &inner[0]
     r.required = req.required
     r.unconstrained = req.unconstrained
+    r.least_free = req.least_free
     r.n_layers = layer_levels.shape[0]
     r.layer_levels = &layer_levels[0] if r.n_layers else NULL
     r.layer_sizes = &layer_sizes[0] if r.n_layers else NULL
@@ -196,7 +197,7 @@ cdef int _checked_run(const Tree* t, const Request* r, State* s, Outcome* o, int
                        t.n_levels):
         return _BAD_REQUEST
     for i in range(runs):
-        s[i].best_fit = not r.unconstrained
+        s[i].best_fit = not (r.unconstrained and r.least_free)  # Kueue's useBestFitAlgorithm
         s[i].leader_count = 1 if r.leader_val != NULL else 0
         if not _allocate(&s[i], &o[i], t.n_domains, t.n_levels, n_classes, r.n_req, r.n_layers):
             return _NO_MEMORY

@@ -24,7 +24,7 @@ class State:
         self.sl = [0] * n
         self.slwl = [0] * n
         self.ld = [0] * n
-        self.best_fit = not req.unconstrained
+        self.best_fit = not (req.unconstrained and req.least_free)  # Kueue's useBestFitAlgorithm
         self.leader_count = 1 if len(req.leader_val) else 0
 
     def children(self, d: int) -> range:

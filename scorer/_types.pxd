@@ -27,6 +27,7 @@ cdef struct Request:
     const int32_t* inner_sizes
     bint required
     bint unconstrained
+    bint least_free                # with unconstrained: LeastFreeCapacity (TASProfileMixed), else BestFit
     int n_layers
     const int32_t* layer_levels
     const int32_t* layer_sizes

@@ -119,6 +119,9 @@ class TopologyRequest:
 
     ``slice_layers`` carries ``podset-slice-required-topology-constraints`` (coarse to fine);
     when it is set, its first layer wins over ``slice_level``/``slice_size`` as in Kueue.
+    ``least_free`` is Kueue's placement profile, not an annotation: an unconstrained request is
+    placed LeastFreeCapacity-first while Kueue's ``TASProfileMixed`` gate is on (its default), and
+    BestFit like every other request when it is off (False here).
     """
 
     mode: Mode = Mode.IMPLIED
@@ -127,6 +130,7 @@ class TopologyRequest:
     slice_size: int | None = None
     slice_layers: tuple[SliceLayer, ...] = ()
     group: str | None = None
+    least_free: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,8 @@ class GroupRequest:
     for the failure message. ``class_excluded[c]`` is 1 when taint class ``c`` holds a taint
     the pod does not tolerate; ``label_excl`` (per leaf, or empty) flags selector/affinity
     misses. Both are read only when ``check_nodes`` (hostname is the lowest level).
+    ``least_free``: an ``unconstrained`` request is placed LeastFreeCapacity-first (Kueue's
+    ``TASProfileMixed``, on by default); False places it BestFit, as every other request.
     """
 
     req_col: array[int]
@@ -66,6 +68,7 @@ class GroupRequest:
     check_nodes: bool
     class_excluded: array[int]
     label_excl: array[int] = field(default_factory=lambda: array("b"))
+    least_free: bool = True
 
 
 @dataclass(slots=True)

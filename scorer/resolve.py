@@ -21,6 +21,7 @@ class ResolvedLevels:
     unconstrained: bool
     inner_sizes: tuple[int, ...]  # per level, 0 = no inner slice layer there
     layers: tuple[SliceLayer, ...]  # set only when inner layers exist (multi-layer message)
+    least_free: bool = True  # TopologyRequest.least_free: the profile of an unconstrained request
 
 
 def is_slice_only(req: TopologyRequest) -> bool:
@@ -83,6 +84,7 @@ def resolve(req: TopologyRequest, levels: tuple[str, ...]) -> ResolvedLevels | s
         unconstrained=req.mode in (Mode.UNCONSTRAINED, Mode.IMPLIED) or is_slice_only(req),
         inner_sizes=inner,
         layers=req.slice_layers if any(inner) else (),
+        least_free=req.least_free,
     )
 
 

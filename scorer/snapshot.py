@@ -183,7 +183,7 @@ class View:
             resolved.slice_size, resolved.requested_level, resolved.slice_level, plan.inner_sizes,
             resolved.required, resolved.unconstrained, plan.layer_levels, plan.layer_sizes,
             plan.check_nodes, plan.class_excluded,
-            self._label_exclusions(workers) if plan.check_nodes else array("b"),
+            self._label_exclusions(workers) if plan.check_nodes else array("b"), resolved.least_free,
         )  # fmt: skip
         return _make(GroupRequest, _REQUEST_FIELDS, values)
 

@@ -47,9 +47,10 @@ V15 = (
     "Kueue v0.15.0 runs here, but tasgate places as Kueue v0.19.2 does: v0.15.0 places unconstrained "
     "and implied-TAS PodSets differently (kueue#8157, fixed in v0.15.1)"
 )
-BALANCED = (
-    "Kueue v0.19.2 runs here with feature gate TASBalancedPlacement=true, but tasgate places as "
-    "Kueue v0.19.2 does with its default (false)"
+BALANCED = (  # a gate tasgate does not model: said, and kept from denying (`decide.gate_guard`)
+    "Kueue v0.19.2 runs here with feature gate TASBalancedPlacement=true: tasgate does not model "
+    "balanced placement: a preferred-topology PodSet may be placed elsewhere than it says, and no "
+    "PodSet placed after one is denied"
 )
 
 
@@ -158,9 +159,9 @@ def test_a_placement_gate_flipped_in_the_configuration_is_said(none_policy: Poli
     state = state_with(with_config("featureGates:\n  TASMultiLayerTopology: false\n"))
     assert state.kueue_release.gates_from == "featureGates of ConfigMap kueue-system/kueue-manager-config"
     d = fits(state, none_policy)
-    assert d.warnings == (
-        "Kueue v0.19.2 runs here with feature gate TASMultiLayerTopology=false, but tasgate places as "
-        "Kueue v0.19.2 does with its default (true)",
+    assert d.warnings == (  # honoured (tests/webhook/test_kueue_gates.py)
+        "Kueue v0.19.2 runs here with feature gate TASMultiLayerTopology=false: Kueue refuses the "
+        "podset-slice-required-topology-constraints annotation, as tasgate does",
     )
 
 

@@ -154,7 +154,7 @@ def _judge(
     targets = effective_delays(targets, view.pod_sets)
     # Nodes a check provisions (or a worker cluster's) carry the levels today's nodes may lack.
     has_nodes = None if any(t.delay for t in targets) else state.level_has_nodes
-    errors = validate_workload(view, targets[0].topology.levels, has_nodes)
+    errors = validate_workload(view, targets[0].topology.levels, has_nodes, targets[0].gates.multi_layer)
     if errors:
         return deny(base, Reason.INVALID, str(InvalidObject(errors)))
     quota = _quota(view, resolution, state)

@@ -41,8 +41,13 @@ def not_checked(base: Decision, state: ClusterState, queue: str | None, rejected
     return revised(decision, queue=queue, cluster_queue=lq.cluster_queue if lq else None, rejected=rejected)
 
 
+TAS_OFF = "Kueue runs with feature gate TopologyAwareScheduling=false: it places no PodSet by topology"
+
+
 def no_target(resolution: Resolution, policy: Policy) -> str:
     default = policy.default_topology
+    if resolution.tas_off:
+        return TAS_OFF
     if resolution.cluster_queue:
         return f'ClusterQueue "{resolution.cluster_queue}" has no flavor with a topologyName'
     if default is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from scorer.model import Placement, PodSetRequest, TopologyRequest
 from webhook.decide import inject
 from webhook.decide.flavors import Choice, choose
+from webhook.decide.gate_guard import guarded, placed_request
 from webhook.decide.partial import place_reduced
 from webhook.decide.policy import Inject
 from webhook.decide.quota_now import QueueQuota
@@ -115,7 +116,8 @@ def score(
 ) -> Scored:
     plan = inject.plan(pod_sets, wanted, target)
     placed = [i for i in range(len(pod_sets)) if judged[i]]
-    requests = [pod_sets[i].scorer_request(plan.requests[i]) for i in placed]
+    gates = target.gates  # TASProfileMixed: each request's profile; the unmodelled gates: `guarded`
+    requests = [pod_sets[i].scorer_request(placed_request(plan.requests[i], gates)) for i in placed]
     placed_now, placed_never = target.snapshot.place_now_and_never(requests)
     now = dict(zip(placed, placed_now, strict=True))
     never = dict(zip(placed, placed_never, strict=True))
@@ -134,7 +136,7 @@ def score(
         if minimum is not None and len(placed) == 1:
             verdict = _partial_when_empty(verdict, target, requests[0], minimum)
         verdicts.append(verdict)
-    return Scored(tuple(verdicts), target, plan, tuple(requests))
+    return Scored(guarded(verdicts, pod_sets, gates), target, plan, tuple(requests))
 
 
 def _partial_when_empty(

@@ -1,13 +1,15 @@
 """Which topology applies to a workload: queue → LocalQueue → ClusterQueue → TAS flavors.
 
 Missing or inconsistent Kueue objects are a `problem` of the resolution, reported as such;
-they are never dressed up as "does not fit".
+they are never dressed up as "does not fit". A Kueue running with ``TopologyAwareScheduling`` off
+has no TAS flavor (``cache.go: handleTASFlavor``): nothing resolves to a target then (``tas_off``),
+and each target carries the placement gates its Kueue runs with (`state.kueue_gates`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scorer import Cluster
 from scorer.model import TopologyRequest
@@ -17,6 +19,7 @@ from webhook.model.podset import PodSetView
 from webhook.state.admission_checks import Delay
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
+from webhook.state.kueue_gates import DEFAULTS, PlacementGates
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Target:
     # Kueue places this flavor's topology after an admission check (provisioned capacity) or on a
     # worker cluster (MultiKueue), not on today's nodes: `state.admission_checks`.
     delay: Delay | None = None
+    gates: PlacementGates = DEFAULTS  # the placement gates the cluster's Kueue runs with
 
 
 @dataclass(frozen=True)
@@ -47,16 +51,19 @@ class Resolution:
     cluster_queue: str | None = None
     problem: str | None = None  # a Kueue configuration problem, said plainly
     tas_only: bool = True
+    tas_off: bool = False  # its targets are dropped: Kueue runs with TopologyAwareScheduling off
 
 
 def resolve(
     state: ClusterState, namespace: str, queue: str | None, default: DefaultTopology | None
 ) -> Resolution:
     if queue:
-        return _from_queue(state, namespace, queue)
-    if default is None:
-        return Resolution(())
-    return _from_default(state, default)
+        found = _from_queue(state, namespace, queue)
+    else:
+        found = Resolution(()) if default is None else _from_default(state, default)
+    if found.targets and not state.kueue_release.placement.tas:
+        return replace(found, targets=(), tas_off=True)
+    return found
 
 
 def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
@@ -86,6 +93,7 @@ def _from_queue(state: ClusterState, namespace: str, queue: str) -> Resolution:
             flavor.node_labels,
             quota,
             state.topology_delay(cq, flavor.name),
+            state.kueue_release.placement,
         )
         for flavor, topology in usable
     ]
@@ -130,7 +138,8 @@ def _from_default(state: ClusterState, default: DefaultTopology) -> Resolution:
     topology = _default_topology(state, default)
     if topology is None:
         return Resolution(())
-    return Resolution((Target("", topology, state.levels_snapshot(topology.name, topology.levels)),))
+    snapshot = state.levels_snapshot(topology.name, topology.levels)
+    return Resolution((Target("", topology, snapshot, gates=state.kueue_release.placement),))
 
 
 def with_levels(targets: Sequence[Target], pod_sets: Sequence[PodSetView]) -> tuple[Target, ...]:

@@ -2,7 +2,10 @@
 
 A faithful port of kubernetes-sigs/kueue ``pkg/controller/jobframework/tas_validation.go`` as of
 Kueue main in August 2026 (v0.19/v0.20-devel, default feature gates: ``TASMultiLayerTopology``
-Beta and on; ``TASGroupedPodSetSlicing`` not yet merged, so a PodSet group may not be sliced):
+Beta and on; ``TASGroupedPodSetSlicing`` not yet merged, so a PodSet group may not be sliced).
+With ``TASMultiLayerTopology`` off Kueue refuses the constraints annotation outright, whatever it
+holds, and reads no constraint from it (``multi_layer=False``; proven on the real Kueue with the
+gate off, tests/e2e/test_kueue_gates_webhook.py):
 
 - ``ValidateTASPodSetRequest``: per PodSet, on its template's annotations.
 - ``ValidateSliceSizeAnnotationUpperBound``: slice size (or the first constraint layer's size)
@@ -49,6 +52,7 @@ from webhook.wire.errors import FieldError
 
 # Kueue's errTopologyConstraintsLayerCount (pkg/controller/jobframework/tas.go).
 LAYER_COUNT_DETAIL = f"topology constraints must contain between 1 and {MAX_LAYERS} entries"
+GATE_OFF_DETAIL = "the TASMultiLayerTopology feature gate must be enabled to use this annotation"
 
 
 class _Report:
@@ -66,8 +70,9 @@ class _Report:
             self.add(INVALID, path, msg, value)
 
 
-def validate_pod_set_request(view: PodSetView) -> list[FieldError]:
-    """``ValidateTASPodSetRequest`` for one PodSet, errors in Kueue's order."""
+def validate_pod_set_request(view: PodSetView, multi_layer: bool = True) -> list[FieldError]:
+    """``ValidateTASPodSetRequest`` for one PodSet, errors in Kueue's order; ``multi_layer``:
+    Kueue's ``TASMultiLayerTopology`` gate."""
     ann, at, report = view.annotations, view.annotation_path, _Report(view)
     required, preferred = ann.get(PODSET_REQUIRED_TOPOLOGY), ann.get(PODSET_PREFERRED_TOPOLOGY)
     slice_level, size = ann.get(PODSET_SLICE_REQUIRED_TOPOLOGY), ann.get(PODSET_SLICE_SIZE)
@@ -126,17 +131,20 @@ def validate_pod_set_request(view: PodSetView) -> list[FieldError]:
             at(PODSET_SLICE_SIZE),
             f"may not be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY}' is not specified",
         )
-    _constraints(report, slice_level is not None, size is not None, group is not None)
+    _constraints(report, slice_level is not None, size is not None, group is not None, multi_layer)
     return report.errors
 
 
-def _constraints(report: _Report, slice_level: bool, slice_size: bool, grouped: bool) -> None:
-    """``validateSliceRequiredTopologyConstraintsAnnotation`` (gate TASMultiLayerTopology on)."""
+def _constraints(report: _Report, slice_level: bool, slice_size: bool, grouped: bool, gate: bool) -> None:
+    """``validateSliceRequiredTopologyConstraintsAnnotation``; ``gate``: TASMultiLayerTopology."""
     raw = report.view.annotations.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
     parsed = report.view.constraints
+    path = report.view.annotation_path(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
+    if raw is not None and not gate:
+        report.add(FORBIDDEN, path, GATE_OFF_DETAIL)
+        return
     if raw is None or parsed is None:
         return
-    path = report.view.annotation_path(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS)
     for name, found in ((PODSET_SLICE_REQUIRED_TOPOLOGY, slice_level), (PODSET_SLICE_SIZE, slice_size)):
         if found:
             report.add(FORBIDDEN, path, f"may not be set when '{name}' is specified")

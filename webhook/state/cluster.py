@@ -133,8 +133,8 @@ class ClusterState:
         return moved(built, self.assigned, self.scope(key), generation, 1) if self.assigned else built
 
     def scope(self, key: tuple[object, ...]) -> Scope:
-        """Which assigned usage the snapshot ``key`` (as `snapshots` keys them) sees."""
-        return snapshot_scope(self.flavors, self.topologies, key)
+        """Which assigned usage the snapshot ``key`` sees, under Kueue's TASHandleOverlappingFlavors."""
+        return snapshot_scope(self.flavors, self.topologies, key, self.kueue_release.placement.overlapping)
 
     def prepare(self, default_levels: Iterable[tuple[str, tuple[str, ...]]] = ()) -> ClusterState:
         """Build every TAS flavor's snapshot (and those of ``default_levels``) now, so no

@@ -5,16 +5,18 @@ so a verdict says when the cluster's Kueue is not the one tasgate is proven agai
 (`state.kueue_proven`, `decide.release`). The release is read from Kueue's own controller
 Deployment and Configuration ConfigMap (`state.kueue_manager` reads them), in live mode and
 from dumps alike. What cannot be read is "unknown", never a guess: a verdict then carries no
-warning, and whatever reports the release says ``unknown``.
+warning, and whatever reports the release says ``unknown``. The placement gates verdicts follow
+(``placement``) are resolved once, here, as Kueue resolves them (`state.kueue_gates`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.state.kueue_gates import DEFAULTS, PlacementGates, judged_gates
 from webhook.state.kueue_manager import VERSION_LABEL, ConfigGates, Controller
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)((?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)$")
@@ -30,6 +32,14 @@ class KueueRelease:
     read_from: str = ""  # where the version was read ("" when nothing was)
     gates_from: str = ""  # where the gates were read ("" when none are set, or unknown)
     note: str = ""  # why the version or the gates are unknown
+    # Derived from version and gates: the gates verdicts follow, and why Kueue refuses to start.
+    placement: PlacementGates = field(default=DEFAULTS, init=False, compare=False)
+    refused: tuple[str, ...] = field(default=(), init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        placement, refused = judged_gates(self.version, self.gates)
+        object.__setattr__(self, "placement", placement)
+        object.__setattr__(self, "refused", refused)
 
     def describe(self) -> str:
         """``v0.19.2``, or ``unknown`` (with why, when known): as reports name the release."""
@@ -45,6 +55,7 @@ class KueueRelease:
             "readFrom": self.read_from,
             "gatesFrom": self.gates_from,
             "note": self.note,
+            "refused": list(self.refused),
         }
 
 

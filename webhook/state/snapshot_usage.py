@@ -16,9 +16,13 @@ from webhook.state.workloads import AssignedUse, Scope
 
 
 def snapshot_scope(
-    flavors: Mapping[str, Flavor], topologies: Mapping[str, Topology], key: tuple[object, ...]
+    flavors: Mapping[str, Flavor],
+    topologies: Mapping[str, Topology],
+    key: tuple[object, ...],
+    overlapping: bool = True,
 ) -> Scope:
-    """Which assigned usage the snapshot ``key`` (as `ClusterState.snapshots` keys them) sees."""
+    """Which assigned usage the snapshot ``key`` (as `ClusterState.snapshots` keys them) sees;
+    ``overlapping``: Kueue's ``TASHandleOverlappingFlavors``."""
     levels_of = {
         name: topology.levels
         for name, flavor in flavors.items()
@@ -27,7 +31,8 @@ def snapshot_scope(
     hostname = frozenset(name for name, levels in levels_of.items() if levels[-1] == HOSTNAME_LABEL)
     kind, name, levels = key[0], key[1], key[2]
     flavor = str(name) if kind == "flavor" else None
-    return Scope(flavor, tuple(levels) if isinstance(levels, tuple) else (), frozenset(levels_of), hostname)
+    levels = tuple(levels) if isinstance(levels, tuple) else ()
+    return Scope(flavor, levels, frozenset(levels_of), hostname, overlapping)
 
 
 def moved(cluster: Cluster, uses: Iterable[AssignedUse], scope: Scope, generation: int, sign: int) -> Cluster:

@@ -23,7 +23,9 @@ Where a domain's usage lands (``cache/scheduler/snapshot.go: Snapshot`` and ``ta
 snapshot``, ``TASHandleOverlappingFlavors`` on by default): a topology whose lowest level is the
 hostname keys leaves by hostname and its assignments name the hostname alone, and the usage of
 every such flavor is summed per hostname and seen by every such flavor's snapshot; a topology
-with a coarser leaf keys leaves by all level values and sees its own flavor's usage only. A
+with a coarser leaf keys leaves by all level values and sees its own flavor's usage only. With
+the gate off (``Scope.overlapping`` False) no usage is summed across flavors: every flavor's
+snapshot sees its own flavor's usage only (``c.usage``), on nodes it shares with others too. A
 domain the snapshot does not hold (node gone, NotReady, not selected) is skipped
 (``tas_flavor_snapshot.go: addTASUsage``). Pure: plain dicts in, values out.
 """
@@ -75,16 +77,20 @@ class Scope:
     ``flavor`` is None for a snapshot of the policy's default topology (no Kueue flavor): it
     sees the hostname-keyed usage and, with a coarser leaf, the usage assigned on its levels.
     ``hostname_flavors`` are the TAS flavors whose topology's lowest level is the hostname (their
-    usage is summed per hostname across flavors); ``flavors`` every TAS flavor in the state.
+    usage is summed per hostname across flavors, unless ``overlapping``, Kueue's
+    ``TASHandleOverlappingFlavors``, is off); ``flavors`` every TAS flavor in the state.
     """
 
     flavor: str | None
     levels: tuple[str, ...]
     flavors: frozenset[str]
     hostname_flavors: frozenset[str]
+    overlapping: bool = True
 
     def sees(self, use: AssignedUse) -> bool:
         if self.levels and self.levels[-1] == HOSTNAME_LABEL:
+            if self.flavor is not None and not self.overlapping:
+                return use.by_hostname and use.flavor == self.flavor
             return use.by_hostname and use.flavor in self.hostname_flavors
         if self.flavor is None:
             return use.levels == self.levels and use.flavor in self.flavors
