@@ -43,6 +43,13 @@ CRDS = shared_dir() / "crds"
 BLOCK, RACK, HOST = "topology.example.com/block", "topology.example.com/rack", "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 NS = "e2e"
+BLOCKS, RACKS, HOSTS = ("b1", "b2"), ("r1", "r2"), ("h1", "h2")  # the world's nodes, block-rack-host
+
+
+def rack_holds(gpus: int) -> int:
+    """Pods of ``gpus`` GPUs one rack of the world holds when empty: its hosts, times each host's
+    GPUs over the pod's. Counted from the layout, not read from what tasgate says."""
+    return len(HOSTS) * int(nodes.DEFAULT_ALLOCATABLE[GPU]) // gpus
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0, every: float = 0.25) -> None:
@@ -293,9 +300,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPla
         names = [yaml.safe_load(c.read_text())["metadata"]["name"] for c in crds]
         cp.kubectl("wait", "--for", "condition=established", "--timeout=60s", *(f"crd/{n}" for n in names))
         cp.kubectl("create", "namespace", NS)
-        for b in ("b1", "b2"):
-            for r in ("r1", "r2"):
-                for h in ("h1", "h2"):
+        for b in BLOCKS:
+            for r in RACKS:
+                for h in HOSTS:
                     add_node(cp, f"{b}-{r}-{h}", b, f"{b}-{r}")
         busy = [usage_pod(f"busy-{n}", n, 8) for n in ("b1-r1-h1", "b1-r1-h2", "b2-r1-h1")]
         cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(busy + kueue_objects()))
@@ -339,7 +346,7 @@ def test_never_fitting_gang_is_refused_with_tasgates_message(world: tuple[Contro
     result = apply(cp, job("too-big", 3, 8, {"kueue.x-k8s.io/podset-required-topology": RACK}))
     assert result.returncode != 0
     assert 'admission webhook "mutate.tasgate.io" denied the request' in result.stderr
-    assert "the largest rack holds 2 such pods even when empty" in result.stderr
+    assert f"the largest rack holds {rack_holds(8)} such pods even when empty" in result.stderr
     assert cp.kubectl("get", "job", "too-big", "-n", NS, check=False).returncode != 0
 
 
@@ -351,13 +358,36 @@ def test_gang_that_must_wait_is_admitted_with_a_warning(world: tuple[ControlPlan
     assert "Warning:" in result.stderr and "must wait" in result.stderr
 
 
+def pod_group_exists(cp: ControlPlane, name: str) -> bool:
+    return cp.kubectl("get", "podgroups.scheduling.x-k8s.io", name, "-n", NS, check=False).returncode == 0
+
+
 def test_dry_run_stores_nothing_and_creates_no_podgroup(world: tuple[ControlPlane, Tasgate]) -> None:
+    """A dry run is judged, never handed to the PodGroup reconciler: no Job, no PodGroup, and
+    tasgate never even looks the Job up (a hint would GET it at once). An absence proves
+    something only once the reconciler is known to be alive and to have had its chance: a real
+    Job created right after the dry run gets its PodGroup first (the reconciler runs, leads, and
+    has acted on a hint given after the dry run's review). Only then are the absences asserted,
+    the last from the API server's audit log, which records every request (tasgate's are the
+    ones not from kubectl)."""
     cp, _ = world
     result = apply(cp, job("dry", 2, 8), "--dry-run=server")
     assert result.returncode == 0, result.stderr
-    assert cp.kubectl("get", "job", "dry", "-n", NS, check=False).returncode != 0
-    time.sleep(2)
-    assert cp.kubectl("get", "podgroups.scheduling.x-k8s.io", "dry", "-n", NS, check=False).returncode != 0
+    try:
+        assert apply(cp, job("dry-control", 2, 8)).returncode == 0
+        wait_for("the control Job's PodGroup", lambda: pod_group_exists(cp, "dry-control"), 60)
+        assert cp.kubectl("get", "job", "dry", "-n", NS, check=False).returncode != 0
+        assert not pod_group_exists(cp, "dry")
+        looked = [
+            (event["verb"], event.get("userAgent"))
+            for event in cp.audit_events()
+            if (event.get("objectRef") or {}).get("resource") == "jobs"
+            and (event.get("objectRef") or {}).get("name") == "dry"
+            and not str(event.get("userAgent", "")).startswith("kubectl")
+        ]
+        assert looked == [], "a dry run is never hinted to the reconciler"
+    finally:  # the control leaves the world as it was for the tests after
+        cp.kubectl("delete", "podgroups.scheduling.x-k8s.io,job", "dry-control", "-n", NS, check=False)
 
 
 def test_podgroup_appears_with_min_member_and_owner(world: tuple[ControlPlane, Tasgate]) -> None:

@@ -33,6 +33,34 @@ def with_unique_hosts(ns: tuple[Node, ...]) -> tuple[Node, ...]:
     )
 
 
+def first_group(pod_sets: tuple[PodSetRequest, ...]) -> tuple[PodSetRequest, ...]:
+    """The first group of PodSets `scenarios()` / `gpu_scenarios()` draw: a leader and its
+    workers when the first PodSet names a group (both strategies draw such a pair first), else
+    the first PodSet alone. Either way `scorer.snapshot.one_group` finds one group in it."""
+    return pod_sets[:2] if pod_sets[0].topology.group is not None else pod_sets[:1]
+
+
+def all_schedulable(ns: tuple[Node, ...]) -> tuple[Node, ...]:
+    """The same nodes, each Ready, uncordoned and without condition taints: no node is away, so
+    a cluster's "now" and "never" views share one tree (`View.shares_plans_with`)."""
+    return tuple(
+        dataclasses.replace(
+            n, ready=True, unschedulable=False, taints=tuple(t for t in n.taints if not t.is_condition)
+        )
+        for n in ns
+    )
+
+
+@st.composite
+def one_group_scenarios(draw: st.DrawFn, shared_tree: bool = False) -> Scenario:
+    """`scenarios()` / `gpu_scenarios()` cut to their first group of PodSets (what one engine
+    call places); ``shared_tree``: with every node schedulable, so both views share one tree.
+    Drawn so rather than filtered: every example is one a group-level property can test."""
+    case = draw(st.one_of(scenarios(), gpu_scenarios()))
+    nodes = all_schedulable(case.nodes) if shared_tree else case.nodes
+    return Scenario(case.levels, nodes, first_group(case.pod_sets))
+
+
 def _ungrouped(p: PodSetRequest) -> PodSetRequest:
     return dataclasses.replace(p, topology=dataclasses.replace(p.topology, group=None))
 

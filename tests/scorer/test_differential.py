@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import scorer
@@ -14,6 +14,7 @@ from scorer.model import HOSTNAME_LABEL as HOST
 from scorer.model import Mode, Node, PodSetRequest, TopologyRequest
 from scorer.request import GroupRequest
 from tests.scorer.strategies import Scenario, gpu_scenarios, scenarios
+from tests.scorer.strategies_extra import one_group_scenarios
 
 ENGINES = scorer.engines()
 
@@ -45,19 +46,23 @@ def test_now_and_never_in_one_call_equal_each_placed_alone(case: Scenario, engin
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(scenarios(), gpu_scenarios()))
+@given(one_group_scenarios(shared_tree=True))
 def test_compiled_pair_equals_its_two_runs(case: Scenario) -> None:
     """`place_group_both` on (now, empty) capacities equals two separate runs, raw number for raw
     number (no working memory is shared between the two; placements are held to the twin's
-    above)."""
+    above).
+
+    The pair exists only for one group on views sharing a tree, so the strategy draws only
+    those (one group of PodSets, every node schedulable) instead of returning early on the
+    rest. Measured over three runs: before, 54-95 of the 300 examples reached the assertion
+    (18-32 %); now all 300 do, and `assume` discards 2-12 % of the cases drawn (a request with
+    no plan: a missing level, a slice above the requested level)."""
     cluster = Cluster.build("default", case.levels, case.nodes)
     now, never = cluster.now, cluster.never
     group = snapshot.one_group(case.pod_sets)
-    if group is None or not now.shares_plans_with(never):
-        return
+    assert group is not None and now.shares_plans_with(never), "the strategy draws only these"
     prepared = now.prepare(group)
-    if isinstance(prepared, list):
-        return
+    assume(not isinstance(prepared, list))
     _, request = prepared
     compiled = ENGINES["compiled"]
     assert compiled.place_group_both(now.tree, now.free, never.free, request) == (
@@ -67,19 +72,23 @@ def test_compiled_pair_equals_its_two_runs(case: Scenario) -> None:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(scenarios(), gpu_scenarios()))
+@given(one_group_scenarios())
 def test_compiled_raw_result_equals_reference(case: Scenario) -> None:
     """Below the placements: each engine's raw result, field for field (the level a fit was
-    found at, the per-level table, the exclusion counts), on now and on empty capacity."""
+    found at, the per-level table, the exclusion counts), on now and on empty capacity.
+
+    An engine call places one group, so the strategy draws one group of PodSets instead of
+    returning early on several. Measured over three runs: before, 163-220 of the 400 examples
+    compared both views (41-55 %), the rest none; now all 400 do, and `assume` discards 6-12 %
+    of the cases drawn (a request with no plan on either view: a missing level, a slice above
+    the requested level)."""
     cluster = Cluster.build("default", case.levels, case.nodes)
     group = snapshot.one_group(case.pod_sets)
-    if group is None:
-        return
-    for view in (cluster.now, cluster.never):
-        prepared = view.prepare(group)
-        if isinstance(prepared, list):
-            continue
-        request = prepared[1]
+    assert group is not None, "the strategy draws one group"
+    views = [(view, view.prepare(group)) for view in (cluster.now, cluster.never)]
+    planned = [(view, prepared[1]) for view, prepared in views if not isinstance(prepared, list)]
+    assume(planned)
+    for view, request in planned:
         want = ENGINES["reference"].place_group(view.tree, view.free, request)
         assert ENGINES["compiled"].place_group(view.tree, view.free, request) == want
 

@@ -5,8 +5,9 @@ resourceVersion conflicts, DELETE), lists with label selectors (``k``, ``k=v``) 
 selectors (``path!=v``, ``path=v``), watches from a resourceVersion (an object that stops
 matching a selector is DELETED to that watch, as the real watch cache does), 404/409 ``Status``
 bodies, and scripted faults (``fail``: a status, headers and body for the next N matching
-requests). Every request is kept in ``requests``. The clients under test are the real
-kubernetes-asyncio ``ApiClient``s, pointed at ``url``.
+requests). Every request is kept in ``requests``, with when it came (``times``) and its
+``User-Agent`` (``agents``: a test names each client by it to tell their requests apart). The
+clients under test are the real kubernetes-asyncio ``ApiClient``s, pointed at ``url``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class FakeApi:
         self.uids = itertools.count(1)
         self.requests: list[tuple[str, str]] = []
         self.times: list[float] = []  # monotonic, one per request
+        self.agents: list[str] = []  # the User-Agent, one per request
         self.faults: list[Fault] = []
         self.app = web.Application()
         self.app.router.add_route("*", "/{tail:.*}", self.handle)
@@ -152,10 +154,12 @@ class FakeApi:
     def posts(self, fragment: str) -> list[str]:
         return [p for m, p in self.requests if m == "POST" and fragment in p]
 
-    def when(self, method: str, fragment: str) -> list[float]:
-        """When each matching request came (monotonic seconds)."""
+    def when(self, method: str, fragment: str, agent: str | None = None) -> list[float]:
+        """When each matching request came (monotonic seconds); ``agent``: only those it sent."""
         return [
-            t for (m, p), t in zip(self.requests, self.times, strict=True) if m == method and fragment in p
+            t
+            for (m, p), t, a in zip(self.requests, self.times, self.agents, strict=True)
+            if m == method and fragment in p and (agent is None or a == agent)
         ]
 
     # -- the API server's side --
@@ -163,6 +167,7 @@ class FakeApi:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.method, request.path))
         self.times.append(time.monotonic())
+        self.agents.append(request.headers.get("User-Agent", ""))
         sent = orjson.loads(await request.read() or b"null")
         for fault in self.faults:
             if (

@@ -50,6 +50,22 @@ from webhook.decide.policy import Policy
 from webhook.files.sample import sample_objects
 from webhook.state.cluster import ClusterState, build_state
 
+
+def sample_holds(gpus: int, level: str | None = None) -> int:
+    """Pods of ``gpus`` GPUs the largest ``level`` domain of the sample cluster holds when empty
+    (the whole cluster when None): each Node's GPUs over the pod's, summed per domain, counted
+    from the sample's own Node objects — an expected figure independent of what tasgate says."""
+    per_domain: dict[str, int] = {}
+    for obj in sample_objects():
+        if obj["kind"] == "Node":
+            domain = obj["metadata"]["labels"][level] if level else "all"
+            per_host = int(obj["status"]["allocatable"][GPU]) // gpus
+            per_domain[domain] = per_domain.get(domain, 0) + per_host
+    return max(per_domain.values())
+
+
+RACK_HOLDS, BLOCK_HOLDS, ALL_HOLD = sample_holds(8, RACK), sample_holds(8, BLOCK), sample_holds(8)
+
 # --- one table row per workload kind -------------------------------------------------------------
 
 
@@ -299,8 +315,8 @@ def test_trainjob_too_big_for_the_cluster_is_denied(
     assert (d.allowed, d.reason) == (False, "never-fits")
     # Unannotated (implied): Kueue may spread it, so only the whole topology is the limit.
     assert d.message == (
-        'PodSet "node" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
-        "such pods even when empty; ask for at most 32 pods."
+        'PodSet "node" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only '
+        f"{ALL_HOLD} such pods even when empty; ask for at most {ALL_HOLD} pods."
     )
 
 
@@ -329,9 +345,9 @@ def test_raycluster_without_gpus_gets_no_gang(sample_state: ClusterState, defaul
 
 NEVER_FITS_RACK = (
     'PodSet "workers" (8 pods × nvidia.com/gpu: 8) can never fit one "cloud.provider.com/topology-rack" '
-    "domain: the largest rack holds 4 such pods even when empty (limited by nvidia.com/gpu). "
-    'A "cloud.provider.com/topology-block" domain holds 16; use that level, podset-preferred-topology, '
-    "or at most 4 pods."
+    f"domain: the largest rack holds {RACK_HOLDS} such pods even when empty (limited by nvidia.com/gpu). "
+    f'A "cloud.provider.com/topology-block" domain holds {BLOCK_HOLDS}; use that level, '
+    f"podset-preferred-topology, or at most {RACK_HOLDS} pods."
 )
 
 
@@ -341,8 +357,8 @@ def test_never_fits_is_denied_with_the_numbers(sample_state: ClusterState, defau
     assert d.message == NEVER_FITS_RACK
     assert d.patch == () and d.pod_groups == ()
     workers = pod_set(d, "workers")
-    assert workers.never is not None and not workers.never.fits and workers.never.fit_count == 4
-    assert "allows to fit only 4 out of 8 pod(s)" in workers.never.reason
+    assert workers.never is not None and not workers.never.fits and workers.never.fit_count == RACK_HOLDS
+    assert f"allows to fit only {RACK_HOLDS} out of 8 pod(s)" in workers.never.reason
     assert (d.audit["decision"], d.audit["reason"]) == ("deny", "never-fits") and d.audit[
         "fits-when-empty"
     ] == "false"
@@ -362,15 +378,16 @@ def test_never_fits_anywhere_says_what_the_whole_topology_holds(
     d = judge(job(40, annotations={REQUIRED: BLOCK}), sample_state, none_policy)
     assert d.message == (
         'PodSet "main" (40 pods × nvidia.com/gpu: 8) can never fit one "cloud.provider.com/topology-block" '
-        "domain: the largest block holds 16 such pods even when empty (limited by nvidia.com/gpu). "
-        "The whole topology holds only 32 such pods even when empty; ask for at most 32."
+        f"domain: the largest block holds {BLOCK_HOLDS} such pods even when empty (limited by "
+        f"nvidia.com/gpu). The whole topology holds only {ALL_HOLD} such pods even when empty; ask for "
+        f"at most {ALL_HOLD}."
     )
 
 
 def test_no_single_domain_but_the_topology_holds_it(sample_state: ClusterState, none_policy: Policy) -> None:
     d = judge(job(20, annotations={REQUIRED: BLOCK}), sample_state, none_policy)
     assert d.message.endswith(
-        "No single domain holds it; use podset-preferred-topology to spread, or at most 16 pods."
+        f"No single domain holds it; use podset-preferred-topology to spread, or at most {BLOCK_HOLDS} pods."
     )
     spread = judge(job(20, annotations={PREFERRED: BLOCK}), sample_state, none_policy)
     assert (spread.allowed, spread.reason) == (True, "waits")  # 20 of 32 hosts: 29 usable now
@@ -735,6 +752,6 @@ def test_a_request_that_may_spread_is_denied_by_the_whole_topology(
     d = judge(job(40, annotations={PREFERRED: BLOCK}), sample_state, none_policy)
     assert (d.allowed, d.reason) == (False, "never-fits")
     assert d.message == (
-        'PodSet "main" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only 32 '
-        "such pods even when empty; ask for at most 32 pods."
+        'PodSet "main" (40 pods × nvidia.com/gpu: 8) can never be placed: the whole topology holds only '
+        f"{ALL_HOLD} such pods even when empty; ask for at most {ALL_HOLD} pods."
     )

@@ -65,10 +65,11 @@ class Breaking(EventRecorder):
         self.sent.append(body)
 
 
-async def _until_results(results: list[str], count: int) -> None:
-    for _ in range(500):
-        if len(results) >= count:
-            return
+async def _until_results(results: list[str], count: int, timeout: float = 10.0) -> None:
+    """Until ``count`` results are in, polled (a generous bound: the assertion after says what
+    came if they never do)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while len(results) < count and asyncio.get_running_loop().time() < deadline:
         await asyncio.sleep(0.01)
 
 
@@ -113,10 +114,7 @@ async def test_a_follower_holds_what_it_emits_and_posts_it_once_elected() -> Non
     assert recorder.queue.empty() and len(recorder.held) == 1, "a follower posts nothing"
     recorder.lead(True)
     task = asyncio.create_task(recorder.run())
-    for _ in range(100):
-        if results:
-            break
-        await asyncio.sleep(0.01)
+    await _until_results(results, 1)
     task.cancel()
     assert results == ["posted"] and not recorder.held
     assert recorder.sent[0]["metadata"]["name"] == event_name(occurrence())

@@ -99,9 +99,16 @@ async def test_ordinary_nesting_is_judged(client: TestClient[web.Request, web.Ap
 
 @contextlib.asynccontextmanager
 async def listening(
-    tls: ssl.SSLContext | None = None, max_connections: int = 1024, read_timeout: float = 10.0
+    tls: ssl.SSLContext | None = None,
+    max_connections: int = 1024,
+    read_timeout: float = 10.0,
+    runners: list[web.AppRunner] | None = None,
 ) -> AsyncIterator[int]:
+    """The app served on a free port; ``runners``, if given, gets its runner (its ``server``
+    holds the open connections)."""
     runner = listen.runner(app(read_timeout=read_timeout), read_timeout, 1.0)
+    if runners is not None:
+        runners.append(runner)
     await runner.setup()
     site = listen.GuardedSite(
         runner,
@@ -123,29 +130,38 @@ async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
     return await asyncio.wait_for(reader.read(), seconds)
 
 
+# A stalled client is cut by the 0.5 s read timeout: not at once (never before 0.5 s since it
+# connected, a bound no load can break), and long before anything else would end it (the
+# upper bound is generous on purpose: a loaded machine stretches it, a missing timeout does not
+# end it at all).
+
+
 async def test_half_sent_request_head_is_closed_within_the_timeout(caplog: pytest.LogCaptureFixture) -> None:
     async with listening(read_timeout=0.5) as port:
+        started = time.monotonic()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Le")
-        started = time.monotonic()
-        assert await closed_within(reader, 3) == b""
-        assert time.monotonic() - started < 2.0
+        assert await closed_within(reader, 15) == b""
+        assert time.monotonic() - started >= 0.5, "cut by the read timeout, not at once"
         writer.close()
 
 
 async def test_half_sent_body_gets_408_within_the_timeout() -> None:
     async with listening(read_timeout=0.5) as port:
+        started = time.monotonic()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b'POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n{"apiVersion"')
-        started = time.monotonic()
-        answer = await closed_within(reader, 3)
+        answer = await closed_within(reader, 15)
         assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started >= 0.5, "cut by the read timeout, not at once"
         writer.close()
 
 
 async def test_connections_beyond_the_cap_are_refused() -> None:
-    async with listening(max_connections=3) as port:
+    """A freed slot is tried once the server has let the closed connection go (its count of
+    open connections is below the cap), not after a fixed pause."""
+    runners: list[web.AppRunner] = []
+    async with listening(max_connections=3, runners=runners) as port:
         held = []
         for _ in range(3):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -156,7 +172,11 @@ async def test_connections_beyond_the_cap_are_refused() -> None:
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert await closed_within(reader, 3) == b"", "the 4th connection is closed unanswered"
         held.pop()[1].close()
-        await asyncio.sleep(0.1)
+        server = runners[0].server
+        assert server is not None
+        async with asyncio.timeout(10):
+            while len(server.connections) >= 3:
+                await asyncio.sleep(0.01)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert (await reader.readuntil(b"ok")).startswith(b"HTTP/1.1 200"), "a freed slot is usable"
@@ -187,7 +207,12 @@ async def test_malformed_http_is_one_warning_line_without_traceback(caplog: pyte
 # --- 3. shutdown is bounded, whatever a client does ----------------------------------------------
 
 
-async def test_shutdown_with_a_stalled_body_finishes_within_the_bound(tmp_path: Path) -> None:
+async def test_shutdown_with_a_stalled_body_finishes_within_the_bound(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stalled review is cut once the grace runs out (the shutdown says so), not held for
+    its 60 s read timeout: bounded by what the server did, and by a wall clock only generously
+    (a loaded machine stretches the drain and grace; it does not make 30 s of them)."""
     files = certs.generate(tmp_path, ["localhost"], ["127.0.0.1"])
     served = app(read_timeout=60.0)
     port = free_port()
@@ -209,11 +234,10 @@ async def test_shutdown_with_a_stalled_body_finishes_within_the_bound(tmp_path: 
             break
         await asyncio.sleep(0.01)
     assert served[RUNTIME].in_flight == 1, "the stalled review is in flight"
-    started = time.monotonic()
-    os.kill(os.getpid(), signal.SIGTERM)
-    await asyncio.wait_for(serving, 10)
-    elapsed = time.monotonic() - started
-    assert elapsed < 0.2 + 0.5 + 1.0 + 0.5, f"shutdown took {elapsed:.1f}s"
+    with caplog.at_level(logging.WARNING, "tasgate"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(serving, 30)  # half the read timeout the stalled body would hold it for
+    assert any("still in flight after" in r.getMessage() for r in caplog.records), "cut after the grace"
     writer.close()
 
 
@@ -308,7 +332,21 @@ def wait_serving(proc: subprocess.Popen[str]) -> str:
     raise AssertionError("tasgate serve never said it was serving")
 
 
+def accepting(port: int, timeout: float = 30.0) -> None:
+    """Until a TCP connection to ``port`` on 127.0.0.1 is accepted (paced, bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing accepts on port {port}"
+            time.sleep(0.05)
+
+
 def test_sigint_is_a_clean_exit_and_dev_certs_leave_no_ca_key(tmp_path: Path) -> None:
+    """SIGINT is sent once the server accepts connections: its handlers are set by then (the
+    "serving" line comes before them)."""
     proc = serve(env={"TMPDIR": str(tmp_path)})
     line = wait_serving(proc)
     found = re.search(r"\(CA: (\S+)/ca\.crt\)", line)
@@ -316,7 +354,9 @@ def test_sigint_is_a_clean_exit_and_dev_certs_leave_no_ca_key(tmp_path: Path) ->
     where = Path(found.group(1))
     assert where.is_relative_to(tmp_path) and (where / "tls.crt").exists()
     assert not list(tmp_path.rglob("ca.key")), "the CA key is gone once the serving certificate is signed"
-    time.sleep(0.5)
+    port = re.search(r"https://[^ ]+:(\d+)", line)
+    assert port, line
+    accepting(int(port.group(1)))  # its signal handlers are set before its port opens
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

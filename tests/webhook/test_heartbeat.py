@@ -1,21 +1,41 @@
 """A connected watch is only as current as the API server's last answer (a paused server keeps
-every connection open and silent)."""
+every connection open and silent).
+
+The freshness figures are read on a stopped clock (``Clock``, in place of the monotonic clock
+``live.freshness`` reads): exact, where the wall clock would give them give or take however
+long a loaded machine took between two lines."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live import heartbeat
+from webhook.live import freshness, heartbeat
 from webhook.live.holder import StateHolder
 from webhook.live.mirror import Mirror
 
 from .test_live import NAMES
+
+
+class Clock:
+    """A monotonic clock that moves only when told (``now``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    stopped = Clock()
+    monkeypatch.setattr(freshness, "time", stopped)
+    return stopped
 
 
 def connected_mirror() -> Mirror:
@@ -26,37 +46,31 @@ def connected_mirror() -> Mirror:
     return mirror
 
 
-def test_without_a_heartbeat_a_connected_watch_is_current_now() -> None:
+def test_without_a_heartbeat_a_connected_watch_is_current_now(clock: Clock) -> None:
     mirror = connected_mirror()
-    fresh = mirror.freshness()
-    assert fresh is not None and time.monotonic() - fresh < 0.05
+    clock.now += 100.0  # nothing happened for 100 s
+    assert mirror.freshness() == clock.now
 
 
-def test_with_a_heartbeat_a_connected_watch_is_current_as_of_the_last_answer() -> None:
+def test_with_a_heartbeat_a_connected_watch_is_current_as_of_the_last_answer(clock: Clock) -> None:
     mirror = connected_mirror()
-    for kind in mirror.watched:
-        mirror.synced[kind] -= 100.0  # nothing happened for 100 s
-    mirror.alive(time.monotonic() - 40.0)  # and the API server last answered 40 s ago
-    fresh = mirror.freshness()
-    assert fresh is not None and 39.0 < time.monotonic() - fresh < 41.0
+    clock.now += 100.0  # nothing happened for 100 s
+    mirror.alive(clock.now - 40.0)  # and the API server last answered 40 s ago
+    assert mirror.freshness() == clock.now - 40.0
     mirror.healthy("nodes")  # an event proves its own watch current, not the others
-    fresh = mirror.freshness()
-    assert fresh is not None and 39.0 < time.monotonic() - fresh < 41.0
-    mirror.alive(time.monotonic())
-    fresh = mirror.freshness()
-    assert fresh is not None and time.monotonic() - fresh < 0.05
-    mirror.alive(time.monotonic() - 30.0)  # an older answer never moves it back
-    fresh = mirror.freshness()
-    assert fresh is not None and time.monotonic() - fresh < 0.05
+    assert mirror.freshness() == clock.now - 40.0
+    mirror.alive(clock.now)
+    assert mirror.freshness() == clock.now
+    mirror.alive(clock.now - 30.0)  # an older answer never moves it back
+    assert mirror.freshness() == clock.now
 
 
-def test_a_watch_that_breaks_later_was_current_only_until_the_last_answer() -> None:
+def test_a_watch_that_breaks_later_was_current_only_until_the_last_answer(clock: Clock) -> None:
     mirror = connected_mirror()
-    for kind in mirror.watched:
-        mirror.synced[kind] -= 100.0
-    mirror.alive(time.monotonic() - 20.0)
+    clock.now += 100.0
+    mirror.alive(clock.now - 20.0)
     mirror.disconnected("pods")  # after minutes of a paused server, the read timeout fires
-    assert 19.0 < time.monotonic() - mirror.synced["pods"] < 21.0
+    assert mirror.synced["pods"] == clock.now - 20.0
 
 
 async def test_the_heartbeat_says_when_its_answered_question_was_sent(

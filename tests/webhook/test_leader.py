@@ -4,6 +4,11 @@ Two candidates, kubernetes-asyncio's ``LeaderElection`` under ``leader.lead``: o
 stops renewing the other takes over, never while the first still writes; a leader that stops
 cleanly hands over at once; API errors the library lets out do not end the campaign. The
 library's periods are at least a second, so these take seconds.
+
+The library keeps its own wall clock (``time.time``, ``asyncio.sleep``; nothing to inject), so
+how soon a candidate acts is counted in its *looks at the Lease* (its lease GETs, which the fake
+API tells apart by each client's User-Agent), never in seconds: a loaded machine stretches the
+seconds, not the number of looks.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -44,6 +50,7 @@ class Candidates:
 
     def start(self, name: str, campaign: Campaign = QUICK) -> None:
         api = self.fake.client()
+        api.user_agent = name  # whose request it is, for `looks`
         self.clients.append(api)
 
         async def work() -> None:
@@ -94,6 +101,12 @@ async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
+def looks(fake: FakeApi, name: str, after: float = -math.inf, before: float = math.inf) -> list[float]:
+    """When candidate ``name`` read the Lease (one read per attempt the library makes), between
+    ``after`` and ``before`` (monotonic, as the fake API stamped the requests)."""
+    return [t for t in fake.when("GET", "/leases/", agent=name) if after < t < before]
+
+
 def holder(fake: FakeApi) -> str | None:
     lease = fake.get(f"{LEASES}/tasgate")
     return None if lease is None else lease["spec"].get("holderIdentity")
@@ -102,33 +115,47 @@ def holder(fake: FakeApi) -> str | None:
 async def test_a_second_candidate_takes_over_when_the_first_stops_renewing(
     fake: FakeApi, candidates: Candidates
 ) -> None:
+    """b has looked at a's Lease twice (its first attempt is over when its second starts) and
+    left it. Once a's renewals fail, b takes the Lease after it expired, at most 3 looks past
+    the expiry: the library counts ``lease_seconds`` from when b *saw* a's last renewal, which
+    is less than one look (a retry period and a request) after it was written, so at most two
+    looks still find it unexpired in b's eyes, and the next takes it."""
     candidates.start("a")
     await until(lambda: candidates.saw("a", "work"))
     candidates.start("b")
-    await asyncio.sleep(1.5)
+    await until(lambda: len(looks(fake, "b")) >= 2)
     assert not candidates.saw("b", "leads") and holder(fake) == "a"
     # a's renewals fail from now on (a partition between it and the API server)
+    partitioned = time.monotonic()
     fake.fail("PUT", "/leases/", 500, times=10_000, when=lambda body: body["spec"]["holderIdentity"] == "a")
-    stopped = time.monotonic()
     await until(lambda: candidates.saw("b", "work"))
     assert holder(fake) == "b"
     assert candidates.at("a", "work-stopped") < candidates.at("a", "follows") < candidates.at("b", "leads")
-    assert candidates.at("b", "leads") - stopped < QUICK.lease_seconds + 2 * QUICK.retry_seconds + 0.5
+    renewed = max(t for t in fake.when("PUT", "/leases/", agent="a") if t < partitioned)
+    taken = fake.when("PUT", "/leases/", agent="b")[0]
+    expired = renewed + QUICK.lease_seconds
+    assert taken > expired, "never before a's Lease ran out"
+    assert len(looks(fake, "b", after=expired, before=taken)) <= 3, "taken soon after it expired"
 
 
 async def test_a_leader_that_stops_releases_and_a_follower_takes_over_at_once(
     fake: FakeApi, candidates: Candidates
 ) -> None:
+    """b has seen a's Lease held (its first look is over when its second starts); a stops and
+    gives the Lease back; b takes it at its first look after the release, not ``lease_seconds``
+    (five looks) later."""
     slow = dataclasses.replace(QUICK, lease_seconds=5, renew_seconds=3)
     candidates.start("a", slow)
     await until(lambda: candidates.saw("a", "work"))
     candidates.start("b", slow)
-    await asyncio.sleep(1.2)
-    stopped = time.monotonic()
+    await until(lambda: len(looks(fake, "b")) >= 2)
+    assert not candidates.saw("b", "leads")
     await candidates.stop("a")
     assert candidates.saw("a", "work-stopped") and candidates.saw("a", "follows")
+    released = fake.when("PUT", "/leases/", agent="a")[-1]
     await until(lambda: candidates.saw("b", "leads"))
-    assert candidates.at("b", "leads") - stopped < slow.retry_seconds + 1.0, "not after lease_seconds"
+    taken = fake.when("PUT", "/leases/", agent="b")[0]
+    assert len(looks(fake, "b", after=released, before=taken)) == 1, "not after lease_seconds"
     assert holder(fake) == "b"
 
 

@@ -1,4 +1,9 @@
-"""The live mirror: the one writer that turns watch events into published cluster states."""
+"""The live mirror: the one writer that turns watch events into published cluster states.
+
+Ages and freshness are read on a stopped clock (``stop_the_clock``: the monotonic clock the
+freshness, holder and publisher modules read, moved only by the test), so they are exact figures
+rather than wall-clock measurements a loaded machine stretches; what the tests wait for (a
+publish, a rebuild entered, the publisher re-armed) they wait for as events, with a bound."""
 
 from __future__ import annotations
 
@@ -9,12 +14,45 @@ from typing import Any
 
 import pytest
 
+from webhook.live import freshness, publisher
+from webhook.live import holder as holder_module
 from webhook.live.holder import StateHolder
 from webhook.live.kinds import kinds
 from webhook.live.mirror import Mirror
 from webhook.state.cluster import ClusterState
 
 NAMES = [k.name for k in kinds()]
+
+
+class Clock:
+    """A monotonic clock that moves only when told (``now``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def stop_the_clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The clock ``live.freshness``, ``live.holder`` and ``live.publisher`` read, stopped (each
+    module's own ``time``: asyncio and everything else keep the real one)."""
+    stopped = Clock()
+    for module in (freshness, holder_module, publisher):
+        monkeypatch.setattr(module, "time", stopped)
+    return stopped
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    return stop_the_clock(monkeypatch)
+
+
+async def until(check: Any, timeout: float = 10.0) -> None:
+    """Poll ``check`` until it holds (the sleep only paces the poll; a generous bound)."""
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.01)
 
 
 def node(name: str, gpus: int = 8, version: str = "1", ready: str = "True") -> dict[str, Any]:
@@ -156,17 +194,11 @@ async def test_publisher_swaps_the_state_and_keeps_it_fresh() -> None:
     try:
         for kind in mirror.watched:
             mirror.replace(kind, [node("a")] if kind == "nodes" else [])
-        for _ in range(200):
-            if holder.current is not None:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: holder.current is not None)
         assert holder.current is not None and [n.name for n in holder.current.nodes] == ["a"]
         before = holder.current
         mirror.apply("nodes", "ADDED", node("b"))
-        for _ in range(200):
-            if holder.current is not before:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: holder.current is not before)
         assert holder.current is not before and len(holder.current.nodes) == 2
         assert before is not None and len(before.nodes) == 1, "a published state is never mutated"
     finally:
@@ -177,23 +209,26 @@ async def test_publisher_swaps_the_state_and_keeps_it_fresh() -> None:
 
 
 class FakeStream:
-    """A watch response: the given lines, then silence for ``hold`` seconds, then the end."""
+    """A watch response: the given lines, then silence for ``hold`` seconds (or until ``ended``
+    is set), then the end."""
 
-    def __init__(self, lines: list[bytes], hold: float) -> None:
-        self.lines, self.hold = list(lines), hold
+    def __init__(self, lines: list[bytes], hold: float, ended: asyncio.Event | None = None) -> None:
+        self.lines, self.hold, self.ended = list(lines), hold, ended
 
     async def readline(self) -> bytes:
         if self.lines:
             return self.lines.pop(0)
+        if self.ended is not None:
+            await self.ended.wait()
         await asyncio.sleep(self.hold)
         self.hold = 0
         return b""
 
 
 class FakeResponse:
-    def __init__(self, lines: list[bytes], hold: float = 0.0) -> None:
+    def __init__(self, lines: list[bytes], hold: float = 0.0, ended: asyncio.Event | None = None) -> None:
         self.status = 200
-        self.content = FakeStream(lines, hold)
+        self.content = FakeStream(lines, hold, ended)
 
     async def __aenter__(self) -> FakeResponse:
         return self
@@ -219,8 +254,9 @@ def aged_mirror(seconds: float) -> Mirror:
     return mirror
 
 
-async def test_an_open_silent_watch_keeps_its_kind_fresh() -> None:
-    """A quiet, healthy cluster never goes stale: a connected watch is current however silent."""
+async def test_an_open_silent_watch_keeps_its_kind_fresh(clock: Clock) -> None:
+    """A quiet, healthy cluster never goes stale: a connected watch is current however silent.
+    The watch stays open until the test ends it (``ended``), and the silence is clock time."""
     from webhook.live.watch import Cursor, WatchSettings, _watch  # noqa: PLC0415
 
     (nodes,) = [k for k in kinds() if k.name == "nodes"]
@@ -229,20 +265,22 @@ async def test_an_open_silent_watch_keeps_its_kind_fresh() -> None:
         mirror.connected(kind)
     mirror.disconnected("nodes")
     mirror.synced["nodes"] -= 1000.0
+    ended = asyncio.Event()
 
     async def lister(**kw: Any) -> FakeResponse:
         assert kw["allow_watch_bookmarks"] is True
-        return FakeResponse([], hold=0.5)
+        return FakeResponse([], ended=ended)
 
     cursor = Cursor("10")
     watching = asyncio.create_task(_watch(lister, nodes, mirror, WatchSettings(), cursor))
-    await asyncio.sleep(0.3)  # the watch is open and has said nothing yet
-    fresh = mirror.freshness()
-    assert fresh is not None and time.monotonic() - fresh < 0.1, "a connected, silent watch is fresh"
+    await until(lambda: "nodes" in mirror.open)  # the watch is open and has said nothing
+    clock.now += 300.0  # nor does it for 300 s
+    assert mirror.freshness() == clock.now, "a connected, silent watch is fresh"
+    ended.set()  # the API server ends the watch
     assert await watching and cursor.version == "10"
-    await asyncio.sleep(0.3)  # the watch ended: the kind now ages from the moment it ended
-    fresh = mirror.freshness()
-    assert fresh is not None and 0.25 < time.monotonic() - fresh < 1.0
+    ended_at = clock.now
+    clock.now += 30.0
+    assert mirror.freshness() == ended_at, "the kind now ages from the moment its watch ended"
 
 
 async def test_bookmarks_refresh_and_are_never_applied() -> None:
@@ -270,21 +308,20 @@ async def test_bookmarks_refresh_and_are_never_applied() -> None:
     assert mirror.synced["nodes"] >= before and list(mirror.nodes) == ["a"]
 
 
-def test_only_a_disconnected_kind_ages() -> None:
+def test_only_a_disconnected_kind_ages(clock: Clock) -> None:
     mirror = aged_mirror(500.0)
     for kind in mirror.watched:
         mirror.connected(kind)
-    now = time.monotonic()
-    fresh = mirror.freshness()
-    assert fresh is not None and fresh >= now - 0.01
+    assert mirror.freshness() == clock.now
     mirror.disconnected("pods")
-    mirror.synced["pods"] -= 300.0  # the pods watch has been down for 300 s
-    fresh = mirror.freshness()
-    assert fresh is not None and 299.0 < time.monotonic() - fresh < 301.0
+    clock.now += 300.0  # the pods watch has been down for 300 s
+    assert mirror.freshness() == clock.now - 300.0
 
 
-async def test_publisher_keeps_a_quiet_connected_cluster_fresh() -> None:
-    """The holder's age (what /readyz and reviews read) stays small on a quiet, connected cluster."""
+async def test_publisher_keeps_a_quiet_connected_cluster_fresh(clock: Clock) -> None:
+    """The holder's age (what /readyz and reviews read) stays small on a quiet, connected cluster
+    listed long ago: as old as the last change it lacks (here the setup's, 1.25 s of clock time
+    ago), never as old as the lists (1000 s)."""
     holder = StateHolder()
     mirror = Mirror(holder, NAMES, debounce=0.01)
     for kind in mirror.watched:
@@ -294,9 +331,8 @@ async def test_publisher_keeps_a_quiet_connected_cluster_fresh() -> None:
     mirror.dirty.clear()
     task = asyncio.create_task(mirror.publish_forever())
     try:
-        await asyncio.sleep(1.2)
-        age = holder.age()
-        assert age is not None and age < 1.5
+        clock.now += 1.25
+        assert holder.age() == 1.25
     finally:
         task.cancel()
 
@@ -341,10 +377,7 @@ async def test_published_states_carry_their_snapshots_built_off_the_loop() -> No
     )
     task = asyncio.create_task(mirror.publish_forever())
     try:
-        for _ in range(200):
-            await asyncio.sleep(0.01)
-            if holder.current is not None:
-                break
+        await until(lambda: holder.current is not None)
         state = holder.current
         assert state is not None
         assert state._snapshots, "every TAS flavor's snapshot is built before the state is published"
@@ -352,7 +385,7 @@ async def test_published_states_carry_their_snapshots_built_off_the_loop() -> No
         task.cancel()
 
 
-async def test_freshness_is_read_when_asked_not_kept_by_a_loop() -> None:
+async def test_freshness_is_read_when_asked_not_kept_by_a_loop(clock: Clock) -> None:
     """No publisher loop runs here: a connected, published, quiet cluster reads fresh however long
     ago anything happened; a change the publisher has not yet published holds it back."""
     holder = StateHolder()
@@ -360,17 +393,14 @@ async def test_freshness_is_read_when_asked_not_kept_by_a_loop() -> None:
     for kind in mirror.watched:
         mirror.replace(kind, [])
         mirror.connected(kind)
-        mirror.synced[kind] -= 1000.0
+    clock.now += 1000.0
     await mirror.publish_once()
-    age = holder.age()
-    assert age is not None and age < 0.05
+    assert holder.age() == 0.0
     mirror.apply("nodes", "ADDED", node("late"))
-    mirror.pending_since = time.monotonic() - 30.0  # as if the publisher fell behind 30 s ago
-    age = holder.age()
-    assert age is not None and 29.0 < age < 31.0, "a state behind the watches is as old as its first lack"
+    clock.now += 30.0  # the publisher has fallen behind for 30 s
+    assert holder.age() == 30.0, "a state behind the watches is as old as its first lack"
     await mirror.publish_once()
-    age = holder.age()
-    assert age is not None and age < 0.05 and mirror.state is not None and len(mirror.state.nodes) == 1
+    assert holder.age() == 0.0 and mirror.state is not None and len(mirror.state.nodes) == 1
 
 
 def _connected(holder: StateHolder) -> Mirror:
@@ -381,31 +411,39 @@ def _connected(holder: StateHolder) -> Mirror:
     return mirror
 
 
-async def test_a_state_is_behind_while_its_rebuild_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_state_is_behind_while_its_rebuild_is_in_flight(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """The rebuild is held (``gate``) once it has started (``entered``); the clock moves 0.5 s
+    meanwhile."""
     from webhook.live import mirror as mirror_module  # noqa: PLC0415
 
     holder = StateHolder()
     mirror = _connected(holder)
     await mirror.publish_once()
-    gate, real = threading.Event(), mirror_module._assemble
+    entered, gate, real = threading.Event(), threading.Event(), mirror_module._assemble
 
     def slow(*args: Any) -> Any:
-        gate.wait(5)
+        entered.set()
+        gate.wait(30)
         return real(*args)
 
     monkeypatch.setattr(mirror_module, "_assemble", slow)
     mirror.apply("nodes", "ADDED", node("b", version="2"))
     publishing = asyncio.create_task(mirror.publish_once())
-    await asyncio.sleep(0.5)
-    age = holder.age()
-    gate.set()
-    await publishing
-    assert age is not None and age >= 0.45, "the published state lacks a 0.5 s old change"
-    after = holder.age()
-    assert after is not None and after < 0.1 and mirror.state is not None and len(mirror.state.nodes) == 2
+    try:
+        await until(entered.is_set)
+        clock.now += 0.5
+        assert holder.age() == 0.5, "the published state lacks a 0.5 s old change"
+    finally:
+        gate.set()
+        await publishing
+    assert holder.age() == 0.0 and mirror.state is not None and len(mirror.state.nodes) == 2
 
 
-async def test_a_failed_rebuild_stays_pending_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_failed_rebuild_stays_pending_and_is_retried(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
     from webhook.live import mirror as mirror_module  # noqa: PLC0415
 
     holder = StateHolder()
@@ -424,12 +462,10 @@ async def test_a_failed_rebuild_stays_pending_and_is_retried(monkeypatch: pytest
     mirror.apply("nodes", "ADDED", node("b", version="2"))
     mirror.dirty.clear()
     await mirror.publish_once()  # the rebuild fails; the old state stays
-    await asyncio.sleep(0.2)
-    age = holder.age()
-    assert age is not None and age > 0.15, "node b is not published: the state is behind, and says so"
-    assert mirror.dirty.is_set(), "the failed rebuild re-armed the publisher"
+    await until(mirror.dirty.is_set)  # the failed rebuild re-armed the publisher
+    clock.now += 0.25
+    assert holder.age() == 0.25, "node b is not published: the state is behind, and says so"
     mirror.apply("pods", "ADDED", pod("p", "a", 1))  # a later usage-only change: the rebuild is retried
     await mirror.publish_once()
     assert mirror.state is not None and {n.name for n in mirror.state.nodes} == {"a", "b"}
-    after = holder.age()
-    assert after is not None and after < 0.1
+    assert holder.age() == 0.0

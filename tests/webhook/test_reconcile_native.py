@@ -21,13 +21,13 @@ from webhook.decide.decision import decide
 from webhook.decide.patch import apply_entries
 from webhook.decide.verdicts import Review
 from webhook.live import reconcile_native
-from webhook.live.reconcile import Intent, PodGroups, Reconciler
+from webhook.live.reconcile import Intent, PodGroups
 from webhook.live.watch import run_kind
 
 from .fakeapi import FakeApi
 from .test_native import _docs, _native_policy
 from .test_native_create import NS, RACK, SERVED, judged, nonindexed_job
-from .test_reconcile import FAST, WATCH, until
+from .test_reconcile import FAST, WATCH, Counted, settled, stop_all, until
 
 ROOT = Path(__file__).parents[2]
 JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
@@ -69,17 +69,17 @@ async def fake() -> AsyncIterator[FakeApi]:
 
 
 @pytest.fixture
-async def started(fake: FakeApi) -> AsyncIterator[tuple[Reconciler, list[str]]]:
+async def started(fake: FakeApi) -> AsyncIterator[tuple[Counted, list[str]]]:
     results: list[str] = []
     api = fake.client()
-    rec = Reconciler(api, compute, results.append, settings=FAST)
+    rec = Counted(api, compute, results.append, settings=FAST)
     tasks = [asyncio.create_task(run_kind(api, kind, rec, WATCH)) for kind in rec.kinds()]
     tasks.append(asyncio.create_task(rec.run()))
     yield rec, results
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await api.close()
+    try:
+        await stop_all(tasks)
+    finally:
+        await api.close()
 
 
 def posted(fake: FakeApi) -> list[str]:
@@ -87,12 +87,13 @@ def posted(fake: FakeApi) -> list[str]:
 
 
 async def test_the_workload_then_its_pod_group_are_created_once_owned_by_the_job(
-    fake: FakeApi, started: tuple[Reconciler, list[str]]
+    fake: FakeApi, started: tuple[Counted, list[str]]
 ) -> None:
+    """Created once: later resyncs (the pods still name the group) POST neither again."""
     job = stored_job(fake)
     job_pods(fake, job)
-    await until(lambda: fake.get(f"{NATIVE}/podgroups/trainer-gang") is not None)
-    await asyncio.sleep(0.6)  # resyncs and pod events meanwhile
+    await until(lambda: started[1] == ["created", "created"])
+    await settled(started[0])
     assert posted(fake) == [f"{NATIVE}/workloads", f"{NATIVE}/podgroups"]
     workload, group = fake.get(f"{NATIVE}/workloads/trainer"), fake.get(f"{NATIVE}/podgroups/trainer-gang")
     assert workload is not None and group is not None
@@ -108,26 +109,31 @@ async def test_the_workload_then_its_pod_group_are_created_once_owned_by_the_job
 
 
 async def test_a_deleted_pod_group_is_made_again_its_workload_already_there(
-    fake: FakeApi, started: tuple[Reconciler, list[str]]
+    fake: FakeApi, started: tuple[Counted, list[str]]
 ) -> None:
+    """Each step waits for what the reconciler recorded (the fake holds a POST before the
+    reconciler has read its answer)."""
     job_pods(fake, stored_job(fake))
-    await until(lambda: fake.get(f"{NATIVE}/podgroups/trainer-gang") is not None)
+    await until(lambda: len(started[1]) == 2)
     fake.delete(f"{NATIVE}/podgroups/trainer-gang")
-    await until(lambda: fake.get(f"{NATIVE}/podgroups/trainer-gang") is not None)
+    await until(lambda: len(started[1]) == 4)
     assert started[1] == ["created", "created", "exists", "created"]
+    assert fake.get(f"{NATIVE}/podgroups/trainer-gang") is not None
 
 
-async def test_a_hint_makes_them_before_any_pod(fake: FakeApi, started: tuple[Reconciler, list[str]]) -> None:
-    rec, _ = started
+async def test_a_hint_makes_them_before_any_pod(fake: FakeApi, started: tuple[Counted, list[str]]) -> None:
+    """The Job is stored once the hint has looked for it and found nothing (a 404 served)."""
+    rec, results = started
     rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", NS, "trainer"))  # reviewed, not stored yet
-    await asyncio.sleep(0.2)
+    await until(lambda: ("GET", f"{JOBS}/trainer") in fake.requests)
     stored_job(fake)
-    await until(lambda: fake.get(f"{NATIVE}/podgroups/trainer-gang") is not None)
+    await until(lambda: len(results) == 2)
+    assert results == ["created", "created"]
     assert posted(fake) == [f"{NATIVE}/workloads", f"{NATIVE}/podgroups"]
 
 
 async def test_a_group_of_the_job_controllers_own_is_never_made(
-    fake: FakeApi, started: tuple[Reconciler, list[str]]
+    fake: FakeApi, started: tuple[Counted, list[str]]
 ) -> None:
     """Pods naming a group the stored Job's decision gives no objects for: none needed."""
     job = nonindexed_job(3)
@@ -142,7 +148,7 @@ async def test_without_the_native_api_the_unbound_pods_are_never_listed(fake: Fa
     fake.fail("GET", "/apis/scheduling.k8s.io/v1alpha2/podgroups", 404, times=1000)
     job_pods(fake, stored_job(fake))
     api = fake.client()
-    rec = Reconciler(api, compute, settings=FAST)
+    rec = Counted(api, compute, settings=FAST)
     tasks = [asyncio.create_task(run_kind(api, kind, rec, WATCH)) for kind in rec.kinds()]
     try:
         await until(lambda: reconcile_native.NATIVE_PODS in rec.listed)
@@ -151,10 +157,10 @@ async def test_without_the_native_api_the_unbound_pods_are_never_listed(fake: Fa
         assert len(pod_lists) <= 4  # the two label-selected pod watches' list and watch, no third
         assert rec.all_missing() == []
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await api.close()
+        try:
+            await stop_all(tasks)
+        finally:
+            await api.close()
 
 
 def test_only_unbound_live_pods_naming_a_group_are_kept() -> None:

@@ -35,7 +35,7 @@ from webhook.state.cluster import build_state
 
 from .conftest import GPU, node
 from .fakeapi import FakeApi
-from .test_reconcile import Running, until
+from .test_reconcile import Running, settled, until
 
 NS = "gangs"
 PARTIAL = Path(__file__).parent / "manifests" / "partial"
@@ -187,8 +187,9 @@ async def test_a_podgroup_written_before_the_admission_is_patched_to_the_admitte
     await until(lambda: watching(rec))
     assert fake.patches == [], "nothing to size before the admission"
     fake.put(WORKLOADS, admitted_workload(api_version))  # Kueue admits 3 of the 4 pods
-    await until(lambda: (group_of(fake, api_version) or {}).get("spec", {}).get("minMember") == 3)
+    await until(lambda: len(results) == 1)  # recorded once the PATCH is answered, not when it is sent
     group = group_of(fake, api_version)
+    assert group is not None and group["spec"]["minMember"] == 3
     assert group is not None and group["spec"]["minResources"] == {"cpu": "3", GPU: "24"}
     assert group["spec"]["scheduleTimeoutSeconds"] == 600  # only the sizes were patched
     assert group["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "tasgate"}
@@ -205,32 +206,36 @@ async def test_a_podgroup_made_before_the_admission_asks_for_kueues_minimum_unti
     rec, results = running.start(compute=decided)
     await until(lambda: watching(rec))
     fake.put(WORKLOADS, created_workload())  # Kueue made it: an early trigger
-    await until(lambda: group_of(fake, COSCHEDULING) is not None)
+    await until(lambda: len(results) == 1)  # recorded once the POST is answered, not when it is sent
     made = group_of(fake, COSCHEDULING)
     assert made is not None
     assert made["spec"]["minMember"] == 2, made["spec"]  # Kueue's minimum: never more than it starts
     assert made["spec"]["minResources"] == {"cpu": "2", GPU: "16"}
     assert made["metadata"]["annotations"] == {"tasgate.io/partial-admission-minimum": "2"}
     fake.put(WORKLOADS, admitted_workload())
-    await until(lambda: (group_of(fake, COSCHEDULING) or {}).get("spec", {}).get("minMember") == 3)
+    await until(lambda: len(results) == 2)
     assert results == ["created", "repaired"]
+    assert (group_of(fake, COSCHEDULING) or {}).get("spec", {}).get("minMember") == 3
 
 
 async def test_an_admission_known_before_the_podgroup_is_made_sizes_it_at_once(
     fake: MergingApi, running: Running
 ) -> None:
-    """Kueue admitted the Workload, and the Job is not yet updated: the PodGroup asks for the 3."""
+    """Kueue admitted the Workload, and the Job is not yet updated: the PodGroup asks for the 3,
+    and nothing is patched: asserted once the writer has resynced twice since, its queue empty
+    (a repair found due would have been queued and sent by then)."""
     fake.put(JOBS, submitted_job())
     fake.put(WORKLOADS, admitted_workload())
     rec, results = running.start(compute=decided)
     await until(lambda: watching(rec))
     rec.hint(Intent("batch", "v1", "jobs", "Job", "batch/v1", NS, "elastic"))
-    await until(lambda: group_of(fake, COSCHEDULING) is not None)
+    await until(lambda: len(results) == 1)  # recorded once the POST is answered, not when it is sent
     made = group_of(fake, COSCHEDULING)
     assert made is not None and made["spec"]["minMember"] == 3 and results == ["created"]
     assert made["spec"]["minResources"] == {"cpu": "3", GPU: "24"}
-    await until(lambda: not rec.due())  # checked against the admission: nothing to patch
-    assert fake.patches == []
+    await settled(rec)
+    assert not rec.due(), "checked against the admission: nothing to patch"
+    assert fake.patches == [] and results == ["created"]
 
 
 def test_only_tasgates_own_podgroup_of_that_owner_is_sized() -> None:

@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.serve import certs, deciding
 from webhook.serve.app import create_app
-from webhook.serve.keys import Settings, StateSource
+from webhook.serve.keys import RUNTIME, Settings, StateSource
 from webhook.serve.main import Endpoint, _serve
 from webhook.serve.tls import server_context
 
@@ -167,8 +168,11 @@ def test_sigterm_turns_readiness_off_then_exits(served: tuple[subprocess.Popen[b
     )
     assert get(conn, "/readyz")[0] == 200
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    status, text = get(conn, "/readyz")
+    deadline = time.monotonic() + 10  # until the signal is handled: polled, not a fixed pause
+    while (answer := get(conn, "/readyz"))[0] == 200:
+        assert time.monotonic() < deadline, "SIGTERM never turned readiness off"
+        time.sleep(0.01)
+    status, text = answer
     assert status == 503 and "draining" in text
     assert proc.wait(20) == 0
     assert proc.stderr is not None
@@ -179,9 +183,15 @@ def test_sigterm_turns_readiness_off_then_exits(served: tuple[subprocess.Popen[b
 async def test_in_flight_review_finishes_after_sigterm(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # A decision slow enough to be caught mid-flight is a fault injected on purpose.
+    """SIGTERM comes while the review is being decided (its judge entered), the decision goes
+    on for 0.5 s after the server has stopped listening, and the review is still answered. A
+    decision caught mid-flight is a fault injected on purpose: its 0.5 s is the fault held, not
+    a wait for something (a loaded machine lengthens it, which the 10 s grace absorbs)."""
+    entered, released = threading.Event(), threading.Event()
+
     def slow(*args: Any) -> Outcome:
-        time.sleep(1.0)
+        entered.set()
+        released.wait(10)
         return Outcome(True, Reason.FITS)
 
     monkeypatch.setattr(deciding, "judge", slow)
@@ -194,23 +204,41 @@ async def test_in_flight_review_finishes_after_sigterm(
     )
     connector = TCPConnector(ssl=client_context(files.ca_cert))
     async with ClientSession(connector=connector) as session:
-        for _ in range(100):
-            try:
-                async with session.get(f"https://localhost:{port}/healthz") as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    async with session.get(f"https://localhost:{port}/healthz") as resp:
+                        if resp.status == 200:
+                            break
+                except OSError:
+                    pass
                 await asyncio.sleep(0.05)
         pending = asyncio.create_task(
             session.post(f"https://localhost:{port}/mutate", data=review_body("late"))
         )
-        await asyncio.sleep(0.3)
-        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            async with asyncio.timeout(10):
+                while not entered.is_set():
+                    await asyncio.sleep(0.01)
+                os.kill(os.getpid(), signal.SIGTERM)
+                while not app[RUNTIME].draining or listening(port):
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.5)  # the fault: the decision outlasts the listening by 0.5 s
+        finally:
+            released.set()
         resp = await asyncio.wait_for(pending, 10)
         assert resp.status == 200
         assert (await resp.json())["response"]["uid"] == "late"
     await asyncio.wait_for(serving, 10)
     assert [a["uid"] for a in audit] == ["late"]
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def test_client_ca_file_admits_only_callers_it_vouches_for(tmp_path: Path) -> None:
