@@ -142,8 +142,11 @@ class WorkerClusters:
             while True:
                 self.dirty.clear()
                 await self.reconcile()
-                with contextlib.suppress(TimeoutError):  # a resync: Secrets rotated, states gone stale
-                    await asyncio.wait_for(self.dirty.wait(), RESYNC_SECONDS)
+                # A resync: Secrets rotated, states gone stale. asyncio.timeout, not wait_for: on
+                # 3.11 wait_for drops a cancellation that lands as the event is set.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(RESYNC_SECONDS):
+                        await self.dirty.wait()
         finally:
             await self._stop(list(self.running))
 

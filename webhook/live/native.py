@@ -245,7 +245,8 @@ class NativeBook:
 
             async def call(**kw: Any) -> Any:
                 if not kw.get("watch"):
-                    await asyncio.wait_for(self.decided.wait(), DECIDE_SECONDS)
+                    async with asyncio.timeout(DECIDE_SECONDS):  # wait_for can drop a cancel (3.11)
+                        await self.decided.wait()
                     if not self.api_served:
                         raise ApiException(status=404, reason=f"{NATIVE_API} is not served")
                 return await inner(**kw)

@@ -152,8 +152,9 @@ class Tracker:
 
     async def run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.dirty.wait(), self.interval)
+            with contextlib.suppress(TimeoutError):  # not wait_for: it can drop a cancellation on 3.11
+                async with asyncio.timeout(self.interval):
+                    await self.dirty.wait()
             self.dirty.clear()
             try:
                 await self.step()
