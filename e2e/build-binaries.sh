@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the real binaries the end-to-end suite runs: kube-apiserver, kubectl, etcd, the Kueue manager and helm.
 #
-# Usage: build-binaries.sh [kube] [kueue] [helm] [cluster] [native]   (no argument: kube, kueue and helm,
-#                                                                       what make e2e needs)
+# Usage: build-binaries.sh [kube] [kueue] [helm] [cluster] [native] [native137]
+#                                      (no argument: kube, kueue and helm, what make e2e needs)
 #   kube    = kube-apiserver, kubectl, etcd
 #   kueue   = kueue (sigs.k8s.io/kueue/cmd/kueue)
 #   helm    = helm (helm.sh/helm/v3/cmd/helm: charts/tasgate's lint, template and install tests)
@@ -10,6 +10,9 @@
 #             (opt-in; make e2e-cluster)
 #   native  = kwok, kube-controller-manager and the upstream kube-scheduler of k8s.io/kubernetes
 #             (cmd/kube-scheduler: native Workload/PodGroup gang + topology scheduling; make e2e-native)
+#   native137 = the same native set at k8s.io/kubernetes v1.37.0 (e2e/tools/kube137): kube-apiserver,
+#             kubectl, kube-controller-manager, kube-scheduler, plus kwok and the pinned etcd
+#             (TASGATE_NATIVE_K8S=v1.37.0 make e2e-native; tests/e2e_native/test_v137_smoke.py)
 #
 # They are compiled from Go modules at the versions pinned in e2e/tools/{kube,etcd,kueue,helm}/go.mod (the
 # wrapper modules; see e2e/README.md for why they exist) and cached OUTSIDE the repository in
@@ -21,6 +24,9 @@
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/scheduler-plugins-<version>/     kube-scheduler
 #                                                              scheduler-plugins-controller
 #   ${TASGATE_CACHE:-$HOME/.cache/tasgate}/bin/kube-scheduler-<version>/         kube-scheduler (upstream)
+# (native137 fills the same three kinds of directory for e2e/tools/kube137's version: kube-v1.37.0_etcd-<etcd>/,
+#  kube-controller-manager-v1.37.0/ and kube-scheduler-v1.37.0/; its etcd is e2e/tools/etcd's, copied
+#  from the v1.36 directory when that one is already built with the same stamp)
 # so the ~400 MB of binaries are never committed and a second run costs nothing. e2e/controlplane.py
 # and e2e/kueue.py compute the same directories from the same go.mod files, so they can never
 # disagree. Kueue has a directory of its own because its version moves independently of Kubernetes'.
@@ -38,7 +44,7 @@ trap 'rc=$?; if (( rc != 0 )); then echo "build-binaries.sh: FAILED (exit $rc) d
 
 die() { echo "build-binaries.sh: error: $*" >&2; exit 1; }
 
-want_kube=0 want_kueue=0 want_helm=0 want_cluster=0 want_native=0
+want_kube=0 want_kueue=0 want_helm=0 want_cluster=0 want_native=0 want_native137=0
 (( $# > 0 )) || set -- kube kueue helm
 for arg in "$@"; do
   case $arg in
@@ -47,8 +53,9 @@ for arg in "$@"; do
     helm) want_helm=1 ;;
     cluster) want_cluster=1 ;;
     native) want_native=1 ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$arg' (want: kube, kueue, helm, cluster, native)" ;;
+    native137) want_native137=1 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$arg' (want: kube, kueue, helm, cluster, native, native137)" ;;
   esac
 done
 
@@ -77,8 +84,14 @@ kueue_version=$(module_version "$tools/kueue/go.mod" 'sigs\.k8s\.io/kueue')
 helm_version=$(module_version "$tools/helm/go.mod" 'helm\.sh/helm/v3')
 kwok_version=$(module_version "$tools/kwok/go.mod" 'sigs\.k8s\.io/kwok')
 sched_version=$(module_version "$tools/scheduler/go.mod" 'sigs\.k8s\.io/scheduler-plugins')
-if (( want_cluster || want_native )); then
+if (( want_cluster || want_native || want_native137 )); then
   [[ -n $kwok_version ]] || die "sigs.k8s.io/kwok is not required in $tools/kwok/go.mod"
+fi
+if (( want_native137 )); then
+  kube137_version=$(module_version "$tools/kube137/go.mod" 'k8s\.io/kubernetes')
+  [[ -n $kube137_version ]] || die "k8s.io/kubernetes is not required in $tools/kube137/go.mod"
+  [[ $kube137_version =~ ^v1\.([0-9]+)\. ]] || die "unexpected k8s.io/kubernetes version $kube137_version in $tools/kube137/go.mod"
+  kube137_minor=${BASH_REMATCH[1]}
 fi
 if (( want_cluster )); then
   [[ -n $kwok_version ]] || die "sigs.k8s.io/kwok is not required in $tools/kwok/go.mod"
@@ -99,6 +112,11 @@ kwok_out="$cache_root/bin/kwok-${kwok_version}"
 kcm_out="$cache_root/bin/kube-controller-manager-${kube_version}"
 sched_out="$cache_root/bin/scheduler-plugins-${sched_version}"
 native_out="$cache_root/bin/kube-scheduler-${kube_version}"
+if (( want_native137 )); then
+  kube137_out="$cache_root/bin/kube-${kube137_version}_etcd-${etcd_version}"
+  kcm137_out="$cache_root/bin/kube-controller-manager-${kube137_version}"
+  native137_out="$cache_root/bin/kube-scheduler-${kube137_version}"
+fi
 
 echo "build-binaries.sh: $go_version, GOMAXPROCS=$GOMAXPROCS"
 if (( want_kube )); then
@@ -120,6 +138,12 @@ fi
 if (( want_native )); then
   echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
   echo "  k8s.io/kubernetes         $kube_version  -> $kcm_out/kube-controller-manager, $native_out/kube-scheduler"
+fi
+if (( want_native137 )); then
+  echo "  sigs.k8s.io/kwok          $kwok_version  -> $kwok_out/kwok"
+  echo "  k8s.io/kubernetes         $kube137_version  -> $kube137_out/kube-apiserver, $kube137_out/kubectl,"
+  echo "                                       $kcm137_out/kube-controller-manager, $native137_out/kube-scheduler"
+  echo "  go.etcd.io/etcd/server/v3 $etcd_version  -> $kube137_out/etcd"
 fi
 
 lock() {  # lock <fd> <output dir>: create the dir and hold its lock on fd for the rest of the section
@@ -308,6 +332,55 @@ if (( want_native )); then
   exec 3>&-
 fi
 
+if (( want_native137 )); then
+  # The native gang APIs at v1.37 (docs/native-v137.md). Same build() and ldflags recipe as the
+  # v1.36 targets, from the kube137 wrapper module (its own go.sum: the two versions' graphs never
+  # meet in MVS). kube-apiserver first: the other three reuse most of its compiled packages.
+  (( want_cluster || want_native )) || build_kwok
+  kube137_ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube137_ldflags+=" -X $pkg.gitVersion=$kube137_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube137_minor"
+    kube137_ldflags+=" -X $pkg.gitTreeState=clean"
+  done
+  lock 9 "$kube137_out"
+  build "$kube137_out" "$tools/kube137" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+    "k8s.io/kubernetes@$kube137_version" "$kube137_ldflags" --version
+  build "$kube137_out" "$tools/kube137" kubectl k8s.io/kubernetes/cmd/kubectl \
+    "k8s.io/kubernetes@$kube137_version" "$kube137_ldflags" version --client
+  # etcd: v1.37.0 itself tests against etcd 3.7.0 (hack/lib/etcd.sh) but its client (go.etcd.io/etcd/client/v3
+  # v3.7.0) speaks to the 3.6 server the v1.36 table runs; reuse that exact binary (same stamp) when
+  # it is built, else build it from e2e/tools/etcd as the kube target does.
+  etcd_stamp="go.etcd.io/etcd/server/v3@$etcd_version"
+  if [[ ! -x $kube137_out/etcd || ! -f $kube137_out/etcd.stamp || $(<"$kube137_out/etcd.stamp") != "$etcd_stamp" ]] \
+      && [[ -x $kube_out/etcd && -f $kube_out/etcd.stamp && $(<"$kube_out/etcd.stamp") == "$etcd_stamp" ]]; then
+    step="copying etcd from $kube_out"
+    cp -f "$kube_out/etcd" "$kube137_out/etcd.tmp"
+    mv -f "$kube137_out/etcd.tmp" "$kube137_out/etcd"
+    printf '%s\n' "$etcd_stamp" > "$kube137_out/etcd.stamp"
+    echo "== etcd: copied ($etcd_stamp) from $kube_out"
+  fi
+  build "$kube137_out" "$tools/etcd" etcd go.etcd.io/etcd/server/v3 "$etcd_stamp" "-s -w" --version
+  step="writing the version marker in $kube137_out"
+  printf 'kubernetes=%s\netcd=%s\ngo=%s\n' "$kube137_version" "$etcd_version" "$go_version" > "$kube137_out/VERSIONS.tmp"
+  mv -f "$kube137_out/VERSIONS.tmp" "$kube137_out/VERSIONS"
+  exec 9>&-
+
+  lock 6 "$kcm137_out"
+  build "$kcm137_out" "$tools/kube137" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+    "k8s.io/kubernetes@$kube137_version" "$kube137_ldflags" --version
+  printf 'kubernetes=%s\ngo=%s\n' "$kube137_version" "$go_version" > "$kcm137_out/VERSIONS.tmp"
+  mv -f "$kcm137_out/VERSIONS.tmp" "$kcm137_out/VERSIONS"
+  exec 6>&-
+
+  lock 3 "$native137_out"
+  build "$native137_out" "$tools/kube137" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
+    "k8s.io/kubernetes@$kube137_version" "$kube137_ldflags" --version
+  step="writing the version marker in $native137_out"
+  printf 'kubernetes=%s\ngo=%s\n' "$kube137_version" "$go_version" > "$native137_out/VERSIONS.tmp"
+  mv -f "$native137_out/VERSIONS.tmp" "$native137_out/VERSIONS"
+  exec 3>&-
+fi
+
 step="done"
 where=()
 (( want_kube )) && where+=("$kube_out")
@@ -315,4 +388,8 @@ where=()
 (( want_helm )) && where+=("$helm_out")
 (( want_cluster )) && where+=("$kwok_out" "$kcm_out" "$sched_out")
 (( want_native )) && where+=("$kwok_out" "$kcm_out" "$native_out")
+if (( want_native137 )); then
+  (( want_cluster || want_native )) || where+=("$kwok_out")
+  where+=("$kube137_out" "$kcm137_out" "$native137_out")
+fi
 echo "build-binaries.sh: ${#built[@]} built${built:+ (${built[*]})}, total $(( $(date +%s) - total_start ))s; binaries in ${where[*]}"

@@ -21,6 +21,12 @@ four feature gates on and the alpha API served, plus
 The placement it makes is the scheduler's own, no plugin weights changed: that is what a cluster
 running v1.36.5 with these gates does and what tasgate must predict. Missing binaries raise
 ``BinariesMissingError`` naming the build command; nothing is skipped.
+
+``TASGATE_NATIVE_K8S=v1.37.0`` runs the same harness on Kubernetes v1.37.0 instead (``bash
+e2e/build-binaries.sh native137``; e2e/native_k8s.py has what differs: the gates, the served
+``scheduling.k8s.io/v1beta1`` and ``v1alpha3``, the condition name). The module-level names below
+are the selected profile's (v1.36.5 when the variable is unset); every function and class also
+takes ``k8s=`` to run one explicitly (tests/e2e_native/test_v137_smoke.py always runs v1.37.0).
 """
 
 from __future__ import annotations
@@ -47,22 +53,26 @@ from e2e.cluster import (
 from e2e.controlplane import (
     BUILD_SCRIPT,
     VERSIONS_MARKER,
+    Binaries,
     BinariesMissingError,
     ControlPlane,
     cache_bin_root,
     display_path,
-    pinned_versions,
+    find_binaries,
 )
 from e2e.native_cache import scheduler_cache
+from e2e.native_k8s import SCHEDULED_CONDITIONS, V1_36, NativeK8s, native_k8s, profile_cache_dirs
 
-FEATURE_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling", "WorkloadWithJob")
-FEATURE_GATES_FLAG = "--feature-gates=" + ",".join(f"{gate}=true" for gate in FEATURE_GATES)
-SCHEDULING_API = "scheduling.k8s.io/v1alpha2"
-APISERVER_ARGS = (FEATURE_GATES_FLAG, f"--runtime-config={SCHEDULING_API}=true")
+K8S = native_k8s()  # $TASGATE_NATIVE_K8S, v1.36.5 when unset
+FEATURE_GATES = K8S.feature_gates
+FEATURE_GATES_FLAG = K8S.feature_gates_flag
+SCHEDULING_API = K8S.scheduling_api
+APISERVER_ARGS = K8S.apiserver_args
 NATIVE_CONTROLLERS = (*CONTROLLERS, "podgroup-protection-controller")
 NATIVE_BIN_ENV = "TASGATE_E2E_NATIVE_BIN"  # one directory holding kwok, kcm and kube-scheduler
 POD_GROUPS = "podgroups.scheduling.k8s.io"
 WORKLOADS = "workloads.scheduling.k8s.io"
+COMPOSITE_POD_GROUPS = "compositepodgroups.scheduling.k8s.io"  # v1.37 (scheduling.k8s.io/v1alpha3)
 # The scheduler's defaults are 1 s and 10 s; a group that waits for capacity is retried on the
 # pod-deleted event, but a backoff still running delays it. 1 s keeps a must-wait row short.
 POD_MAX_BACKOFF_SECONDS = 1
@@ -75,20 +85,20 @@ class NativeBinaries:
     kube_scheduler: Path
 
 
-def native_cache_dirs() -> dict[str, Path]:
-    """Binary name -> build-binaries.sh's cache directory for it (``native`` component)."""
-    dirs = cluster_cache_dirs()
+def native_cache_dirs(k8s: NativeK8s = K8S) -> dict[str, Path]:
+    """Binary name -> build-binaries.sh's cache directory for it (``native`` / ``native137``)."""
+    dirs = profile_cache_dirs(k8s, cache_bin_root())
     return {
-        "kwok": dirs["kwok"],
+        "kwok": cluster_cache_dirs()["kwok"],
         "kube-controller-manager": dirs["kube-controller-manager"],
-        "kube-scheduler": cache_bin_root() / f"kube-scheduler-{pinned_versions()[0]}",
+        "kube-scheduler": dirs["kube-scheduler"],
     }
 
 
-def find_native_binaries() -> NativeBinaries:
+def find_native_binaries(k8s: NativeK8s = K8S) -> NativeBinaries:
     """kwok, kube-controller-manager and the upstream kube-scheduler, from the cache or the override."""
     override = os.environ.get(NATIVE_BIN_ENV)
-    dirs = native_cache_dirs()
+    dirs = native_cache_dirs(k8s)
     if override:
         dirs = dict.fromkeys(dirs, Path(override).expanduser())
     missing = []
@@ -100,8 +110,8 @@ def find_native_binaries() -> NativeBinaries:
     if missing:
         raise BinariesMissingError(
             f"native scheduling binaries missing: {', '.join(missing)}. Build them with "
-            f"`bash {display_path(BUILD_SCRIPT)} native` (about 30 s with a warm Go build cache, "
-            f"minutes cold), or set {NATIVE_BIN_ENV} to a directory holding all three."
+            f"`bash {display_path(BUILD_SCRIPT)} {k8s.build_target}` (about 30 s with a warm Go build "
+            f"cache, minutes cold), or set {NATIVE_BIN_ENV} to a directory holding all three."
         )
     return NativeBinaries(
         dirs["kwok"] / "kwok",
@@ -110,14 +120,35 @@ def find_native_binaries() -> NativeBinaries:
     )
 
 
-def native_control_plane(**kwargs: Any) -> ControlPlane:
-    """A ControlPlane whose API server has the four gates and serves scheduling.k8s.io/v1alpha2."""
+def find_control_plane_binaries(k8s: NativeK8s = K8S) -> Binaries:
+    """kube-apiserver, kubectl and etcd of ``k8s``: v1.36.5's are the suite's usual ones
+    (``find_binaries``, ``$TASGATE_E2E_BIN`` aware); another profile's come from the cache directory
+    its build-binaries.sh target fills, VERSIONS marker included."""
+    if k8s == V1_36:
+        return find_binaries()
+    directory = profile_cache_dirs(k8s, cache_bin_root())["kube-apiserver"]
+    names = ("kube-apiserver", "kubectl", "etcd")
+    missing = [str(directory / n) for n in names if not os.access(directory / n, os.X_OK)]
+    if not missing and not (directory / VERSIONS_MARKER).is_file():
+        missing.append(f"{directory / VERSIONS_MARKER} (build-binaries.sh did not finish)")
+    if missing:
+        raise BinariesMissingError(
+            f"Kubernetes {k8s.version} control-plane binaries missing: {', '.join(missing)}. Build them "
+            f"with `bash {display_path(BUILD_SCRIPT)} {k8s.build_target}` (tens of minutes cold on 2 cores)."
+        )
+    return Binaries(directory, directory / "kube-apiserver", directory / "kubectl", directory / "etcd")
+
+
+def native_control_plane(k8s: NativeK8s = K8S, **kwargs: Any) -> ControlPlane:
+    """A ControlPlane of ``k8s``'s version whose API server has its gates and serves its native
+    scheduling APIs (v1.36.5: scheduling.k8s.io/v1alpha2; v1.37.0: v1beta1 and v1alpha3)."""
     extra = list(kwargs.pop("apiserver_args", ()))
-    return ControlPlane(apiserver_args=[*APISERVER_ARGS, *extra], **kwargs)
+    binaries = kwargs.pop("binaries", None) or find_control_plane_binaries(k8s)
+    return ControlPlane(apiserver_args=[*k8s.apiserver_args, *extra], binaries=binaries, **kwargs)
 
 
 def scheduler_configuration(kubeconfig: Path) -> dict[str, Any]:
-    """The default profile as v1.36.5 builds it with the gates on; only the backoff is shortened."""
+    """The default profile as the scheduler builds it with the gates on; only the backoff is shortened."""
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -136,8 +167,11 @@ class NativeCluster(Cluster):
     gates and that no CRD or PodGroup controller is involved (PodGroup is a built-in API here).
     """
 
-    def __init__(self, cp: ControlPlane, *, binaries: NativeBinaries | None = None) -> None:
-        self.native = binaries or find_native_binaries()  # fail before any process starts
+    def __init__(
+        self, cp: ControlPlane, *, binaries: NativeBinaries | None = None, k8s: NativeK8s = K8S
+    ) -> None:
+        self.k8s = k8s
+        self.native = binaries or find_native_binaries(k8s)  # fail before any process starts
         # The scheduler-plugins controller slot is never started by this class (see start()).
         unused = Path(os.devnull)
         parts = ClusterBinaries(self.native.kwok, self.native.kube_controller_manager, unused, unused)
@@ -188,8 +222,9 @@ class NativeCluster(Cluster):
             # scheduling_queue at 4 adds its "Status after running PreEnqueue plugin" line: a gang
             # GangScheduling keeps out of the queue ("waiting for minCount pods ... to appear") gets
             # no cycle, no condition and no event, and that line is the scheduler's only word on it.
-            "--vmodule=scheduling_queue=4",
-            FEATURE_GATES_FLAG,
+            # v1.37 (queue_verbosity 5) also logs each pod it parks until its PodGroup exists.
+            f"--vmodule=scheduling_queue={self.k8s.queue_verbosity}",
+            self.k8s.feature_gates_flag,
         ]
 
     def scheduler_cache(self) -> dict[str, str]:
@@ -198,7 +233,7 @@ class NativeCluster(Cluster):
 
     def _kcm_argv(self) -> list[str]:
         argv = [a for a in super()._kcm_argv() if not a.startswith("--controllers=")]
-        return [*argv, f"--controllers={','.join(NATIVE_CONTROLLERS)}", FEATURE_GATES_FLAG]
+        return [*argv, f"--controllers={','.join(NATIVE_CONTROLLERS)}", self.k8s.feature_gates_flag]
 
     def effective_scheduler_config(self) -> str:
         """What the scheduler makes of our configuration (``--write-config-to``: defaults filled in)."""
@@ -215,9 +250,10 @@ def pod_group_conditions(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def scheduled_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The PodGroupScheduled condition the scheduler writes on a PodGroup (None before its first cycle)."""
+    """The condition the scheduler writes on a PodGroup after a cycle (None before its first):
+    ``PodGroupScheduled`` in v1.36, ``PodGroupInitiallyScheduled`` in v1.37."""
     for condition in pod_group_conditions(obj):
-        if condition.get("type") == "PodGroupScheduled":
+        if condition.get("type") in SCHEDULED_CONDITIONS:
             return condition
     return None
 

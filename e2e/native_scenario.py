@@ -10,6 +10,11 @@ Every pod asks for 4 cpu and 32 GiB per GPU, the node's own ratio (32 cpu, 256 G
 scheduler's placement scorer NodeResourcesFit (MostAllocated over its scoring resources, cpu and
 memory by default) never looks at GPUs; with proportional requests its choice is the GPU-fullest
 domain, which is also what a GPU-aware prediction computes.
+
+The object builders take ``k8s=`` (default: the harness's selected version, e2e/native_k8s.py) and
+write that version's shapes: v1.36's ``scheduling.k8s.io/v1alpha2`` with
+``podGroupTemplateRef``, or v1.37's ``v1beta1`` with ``workloadRef`` and a Job that opts into a
+gang with ``spec.scheduling`` (``composite_group`` is v1.37 only: a CompositePodGroup).
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.kueue_scenario import BLOCK, RACK
-from e2e.native import SCHEDULING_API
+from e2e.native import K8S
+from e2e.native_k8s import NativeK8s
 from e2e.nodes import GPU
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -115,21 +121,32 @@ def blocker_pods() -> Iterator[dict[str, Any]]:
         yield bound_pod(f"blocker-{node}", BLOCKER_NAMESPACE, node, Shape(gpus))
 
 
-def indexed_job(name: str, namespace: str, pods: int, gpus: int, group: str | None = None) -> dict[str, Any]:
+def indexed_job(
+    name: str,
+    namespace: str,
+    pods: int,
+    gpus: int,
+    group: str | None = None,
+    *,
+    k8s: NativeK8s = K8S,
+    gang: bool = True,
+) -> dict[str, Any]:
     """An Indexed Job with ``parallelism == completions``: the Job controller gives it a Workload and
-    a PodGroup (gang, minCount = parallelism) unless ``group`` names a PodGroup of the user's own."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "completionMode": "Indexed",
-            "backoffLimit": 0,
-            "template": {"spec": pod_spec(gpus, group)},
-        },
+    a PodGroup (gang, minCount = parallelism) unless ``group`` names a PodGroup of the user's own.
+    On v1.37 the gang is asked for (``spec.scheduling.schedulingPolicy.gang: {}``; the controller
+    defaults its minCount to parallelism) unless ``gang`` is False: the Job controller then makes a
+    basic group."""
+    spec: dict[str, Any] = {
+        "parallelism": pods,
+        "completions": pods,
+        "completionMode": "Indexed",
+        "backoffLimit": 0,
+        "template": {"spec": pod_spec(gpus, group)},
     }
+    if k8s.job_gang_opt_in and group is None and gang:
+        spec["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+    metadata = {"name": name, "namespace": namespace}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
 def policy(min_count: int | None) -> dict[str, Any]:
@@ -138,28 +155,31 @@ def policy(min_count: int | None) -> dict[str, Any]:
 
 
 def workload_and_group(
-    name: str, namespace: str, min_count: int | None, key: str | None, template_key: str | None = None
+    name: str,
+    namespace: str,
+    min_count: int | None,
+    key: str | None,
+    template_key: str | None = None,
+    *,
+    k8s: NativeK8s = K8S,
 ) -> list[dict[str, Any]]:
     """A hand-written Workload with one podGroupTemplate and the PodGroup made from it; the
     template's key is ``template_key`` if given, else ``key``, the PodGroup's (nothing copies it)."""
     template: dict[str, Any] = {"name": "workers", "schedulingPolicy": policy(min_count)}
-    group_spec: dict[str, Any] = {
-        "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": "workers"}},
-        "schedulingPolicy": policy(min_count),
-    }
+    group_spec: dict[str, Any] = {**k8s.template_ref(name, "workers"), "schedulingPolicy": policy(min_count)}
     template_key = key if template_key is None else template_key
     if template_key is not None:
         template["schedulingConstraints"] = {"topology": [{"key": template_key}]}
     if key is not None:
         group_spec["schedulingConstraints"] = {"topology": [{"key": key}]}
     workload = {
-        "apiVersion": SCHEDULING_API,
+        "apiVersion": k8s.scheduling_api,
         "kind": "Workload",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"podGroupTemplates": [template]},
     }
     group = {
-        "apiVersion": SCHEDULING_API,
+        "apiVersion": k8s.scheduling_api,
         "kind": "PodGroup",
         "metadata": {"name": group_name(name), "namespace": namespace},
         "spec": group_spec,
@@ -196,6 +216,8 @@ def hand_written(
     min_count: int | None,
     key: str | None,
     template_key: str | None = None,
+    *,
+    k8s: NativeK8s = K8S,
 ) -> list[dict[str, Any]]:
     """Pods, then the Workload and PodGroup they name: a native gang written by hand (the
     Workload's template with ``template_key`` when given, see ``workload_and_group``).
@@ -207,14 +229,119 @@ def hand_written(
     rack exactly holding 3). Until its PodGroup exists no pod is tried ("waiting for pods's pod
     group ... to appear"), so this order shows the scheduler the whole group in its first cycle.
     """
-    group = workload_and_group(name, namespace, min_count, key, template_key)
+    group = workload_and_group(name, namespace, min_count, key, template_key, k8s=k8s)
     return [*group_pods(name, namespace, pods, gpus), *group]
 
 
 def job_in_group(
-    name: str, namespace: str, pods: int, gpus: int, min_count: int, key: str
+    name: str, namespace: str, pods: int, gpus: int, min_count: int, key: str, *, k8s: NativeK8s = K8S
 ) -> list[dict[str, Any]]:
     """An Indexed Job whose pods join a hand-written PodGroup with a topology key (the Job controller
     then makes no Workload of its own: the template already has ``schedulingGroup``)."""
-    job = indexed_job(name, namespace, pods, gpus, group_name(name))
-    return [*workload_and_group(name, namespace, min_count, key), job]
+    job = indexed_job(name, namespace, pods, gpus, group_name(name), k8s=k8s)
+    return [*workload_and_group(name, namespace, min_count, key, k8s=k8s), job]
+
+
+@dataclass(frozen=True)
+class Child:
+    """One PodGroup of a CompositePodGroup: its template name, pods, GPUs per pod, gang minCount
+    (None: basic) and topology key (None: anywhere inside the composite's domain)."""
+
+    template: str
+    pods: int
+    gpus: int
+    min_count: int | None
+    key: str | None = None
+
+
+def composite_name(workload: str) -> str:
+    return f"{workload}-set"
+
+
+def child_group_name(workload: str, template: str) -> str:
+    return f"{workload}-{template}"
+
+
+def composite_group(
+    name: str,
+    namespace: str,
+    children: Sequence[Child],
+    min_group_count: int | None,
+    key: str | None,
+    *,
+    k8s: NativeK8s,
+) -> list[dict[str, Any]]:
+    """A v1.37 group of groups, written by hand as a workload controller (JobSet, LWS) would:
+    the pods, then a ``v1beta1`` Workload with one ``compositePodGroupTemplates`` entry ``set``
+    (``gang.minGroupCount``, or basic for None; topology ``key``) holding one ``podGroupTemplates``
+    entry per child, the ``v1alpha3`` CompositePodGroup ``<name>-set`` made from it, and one
+    PodGroup ``<name>-<template>`` per child naming it in ``spec.parentCompositePodGroupName``.
+    Pods first, like ``hand_written``: the scheduler then sees every pod in its first cycle."""
+    if k8s.composite_api is None:
+        raise ValueError(f"Kubernetes {k8s.version} has no CompositePodGroup")
+    constraints = {"schedulingConstraints": {"topology": [{"key": key}]}} if key else {}
+    composite_policy: dict[str, Any] = {"basic": {}}
+    if min_group_count is not None:
+        composite_policy = {"gang": {"minGroupCount": min_group_count}}
+
+    def child_constraints(child: Child) -> dict[str, Any]:
+        return {"schedulingConstraints": {"topology": [{"key": child.key}]}} if child.key else {}
+
+    templates = [
+        {"name": c.template, "schedulingPolicy": policy(c.min_count), **child_constraints(c)}
+        for c in children
+    ]
+    workload = {
+        "apiVersion": k8s.scheduling_api,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "set",
+                    "schedulingPolicy": composite_policy,
+                    **constraints,
+                    "podGroupTemplates": templates,
+                }
+            ]
+        },
+    }
+    composite = {
+        "apiVersion": k8s.composite_api,
+        "kind": "CompositePodGroup",
+        "metadata": {"name": composite_name(name), "namespace": namespace},
+        "spec": {
+            "workloadRef": {"workloadName": name, "templateName": "set"},
+            "schedulingPolicy": composite_policy,
+            **constraints,
+        },
+    }
+    groups = [
+        {
+            "apiVersion": k8s.scheduling_api,
+            "kind": "PodGroup",
+            "metadata": {"name": child_group_name(name, c.template), "namespace": namespace},
+            "spec": {
+                "parentCompositePodGroupName": composite_name(name),
+                **k8s.template_ref(name, c.template),
+                "schedulingPolicy": policy(c.min_count),
+                **child_constraints(c),
+            },
+        }
+        for c in children
+    ]
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{c.template}-{i}",
+                "namespace": namespace,
+                "labels": {"group": name, "template": c.template},
+            },
+            "spec": pod_spec(c.gpus, child_group_name(name, c.template)),
+        }
+        for c in children
+        for i in range(c.pods)
+    ]
+    return [*pods, workload, composite, *groups]

@@ -17,8 +17,8 @@ import yaml
 
 from e2e.controlplane import ControlPlane
 from e2e.native import (
+    COMPOSITE_POD_GROUPS,
     POD_GROUPS,
-    SCHEDULING_API,
     WORKLOADS,
     NativeCluster,
     kinds_for_state,
@@ -30,6 +30,14 @@ SETTLE_TIMEOUT = 60.0
 # GangScheduling's PreEnqueue statuses (pkg/scheduler/framework/plugins/gangscheduling, v1.36.5)
 MIN_COUNT_GATE = "waiting for minCount pods from a gang to appear in scheduling queue"
 GROUP_GATE = "waiting for pods's pod group"
+# v1.37.0 with CompositePodGroup on: PreEnqueue first builds the pod's group hierarchy from the
+# scheduler's cache, which fails while the PodGroup (or its parent) is missing
+# (preEnqueueWithHierarchies, cache.BuildHierarchySnapshotFromPod).
+HIERARCHY_GATE = "failed to build hierarchy snapshot"
+GROUP_GATES = (GROUP_GATE, HIERARCHY_GATE)
+# v1.37.0 keeps a pod whose PodGroup (or parent CompositePodGroup) it has not seen out of the queue
+# before any PreEnqueue, and logs it at --vmodule=scheduling_queue=5 (PriorityQueue.Add).
+INCOMPLETE_GROUP = "Pod with pod group added to incompletePodGroupPods"
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = SETTLE_TIMEOUT) -> None:
@@ -163,7 +171,7 @@ class NativeWorld:
         names = {str(p["metadata"]["name"]) for p in head}
         wait_until(
             f"the scheduler gating {len(names)} pods until their PodGroup exists",
-            lambda: self.gated(namespace, names, GROUP_GATE) == names,
+            lambda: self.gated(namespace, names, GROUP_GATES) | self.parked(namespace, names) == names,
         )
         self.create(objects[len(head) :])
 
@@ -185,7 +193,7 @@ class NativeWorld:
         for i, kinds in enumerate(kinds_for_state()):
             text = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
             (directory / f"state-{i}.yaml").write_text(text)
-        discovery = self.cp.kubectl("get", "--raw", f"/apis/{SCHEDULING_API}").stdout
+        discovery = self.cp.kubectl("get", "--raw", f"/apis/{self.cluster.k8s.scheduling_api}").stdout
         (directory / "discovery.json").write_text(discovery)
         return directory
 
@@ -193,6 +201,8 @@ class NativeWorld:
         """Delete every Job, Pod, PodGroup, Workload and LimitRange of ``namespace`` and wait until
         none is left."""
         kinds = f"jobs,pods,{POD_GROUPS},{WORKLOADS},limitranges"
+        if self.cluster.k8s.composite_api is not None:
+            kinds += f",{COMPOSITE_POD_GROUPS}"
         self.cp.kubectl("delete", kinds, "--all", "-n", namespace, "--grace-period=0", "--wait=false")
         wait_until(
             f"{namespace} empty", lambda: not self.cp.kubectl_json("get", kinds, "-n", namespace)["items"]
@@ -264,18 +274,30 @@ class NativeWorld:
 
         wait_until(f"every pod of {namespace}/{group} gated", all_gated)
 
-    def gated(self, namespace: str, pods: Iterable[str], why: str = MIN_COUNT_GATE) -> set[str]:
+    def gated(
+        self, namespace: str, pods: Iterable[str], why: str | Sequence[str] = MIN_COUNT_GATE
+    ) -> set[str]:
         """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue ``why``
         (its ``--vmodule=scheduling_queue=4`` line): for want of ``minCount`` pods, or of the
-        PodGroup itself (``GROUP_GATE``)."""
+        PodGroup itself (``GROUP_GATES``); several reasons: any of them."""
         wanted = set(pods)
+        reasons = [why] if isinstance(why, str) else list(why)
         pattern = re.compile(
             r'"Status after running PreEnqueue plugin" pod="' + re.escape(namespace) + r'/([^"]+)"'
-            r'.*plugin="GangScheduling".*' + re.escape(why)
+            r'.*plugin="GangScheduling".*(?:' + "|".join(map(re.escape, reasons)) + ")"
         )
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
         found = {m.group(1) for m in map(pattern.search, text.splitlines()) if m}
         return found & wanted
+
+    def parked(self, namespace: str, pods: Iterable[str]) -> set[str]:
+        """Which of ``pods`` the v1.37 queue parked until their group objects appear (its
+        ``INCOMPLETE_GROUP`` line; v1.36 gates them in PreEnqueue instead, see ``gated``)."""
+        pattern = re.compile(
+            '"' + re.escape(INCOMPLETE_GROUP) + r'[^"]*".*pod="' + re.escape(namespace) + r'/([^"]+)"'
+        )
+        text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        return {m.group(1) for m in map(pattern.search, text.splitlines()) if m} & set(pods)
 
     def scheduler_lines(self, namespace: str, name: str, limit: int = 12) -> list[str]:
         """The scheduler's log lines naming ``namespace/name...`` (pods, groups): a failed row's

@@ -20,8 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.controlplane import ControlPlane, find_binaries, free_ports
-from e2e.native import NativeCluster, find_native_binaries, native_control_plane
+from e2e.controlplane import ControlPlane, free_ports
+from e2e.native import (
+    K8S,
+    NativeCluster,
+    find_control_plane_binaries,
+    find_native_binaries,
+    native_control_plane,
+)
 from e2e.native_scenario import indexed_job
 from e2e.native_world import NativeWorld, wait_until
 from e2e.processes import stop_process
@@ -42,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def world() -> Iterator[NativeWorld]:
     """The control plane with the four gates, kcm, kwok and the scheduler, nodes and blockers built."""
-    require(find_binaries, find_native_binaries)
+    require(find_control_plane_binaries, find_native_binaries)  # $TASGATE_NATIVE_K8S's, v1.36.5 by default
     with native_control_plane() as cp, NativeCluster(cp) as cluster:
         built = NativeWorld(cp, cluster)
         built.build()
@@ -116,7 +122,7 @@ def webhooks(port: int, ca_bundle: str, namespace: str) -> list[dict[str, Any]]:
         {
             "operations": ["CREATE"],
             "apiGroups": ["scheduling.k8s.io"],
-            "apiVersions": ["v1alpha2"],
+            "apiVersions": [K8S.scheduling_api.rsplit("/", 1)[1]],
             "resources": ["workloads", "podgroups"],
         },
     ]
