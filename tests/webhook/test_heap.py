@@ -1,70 +1,96 @@
-"""`live.heap`: what a state build leaves for the cycle collector to walk, and the GIL hand-off."""
+"""`live.heap`: what a state build leaves for the cycle collector to walk, states let go of off the
+loop without freeing what is still held, and the GIL hand-off."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import gc
+import queue
 import sys
 import threading
 import weakref
+from collections.abc import Iterator
+
+import pytest
 
 from webhook.live import heap
-from webhook.live.usage import UsageBook
 
 
 class _Cell:
     """A small object that can take part in a reference cycle (and be weakly referenced)."""
 
-    def __init__(self) -> None:
-        self.other: object = None
+    def __init__(self, other: object = None) -> None:
+        self.other = other
 
 
-def test_large_containers_of_a_build_leave_the_collectors_view_and_small_ones_stay() -> None:
-    with heap.quiet():
-        nodes = tuple(_Cell() for _ in range(heap.LARGE_CONTAINER))
-        index = {f"n{i}": [i] for i in range(heap.LARGE_CONTAINER)}
-        few = tuple(_Cell() for _ in range(3))
-    assert not gc.is_tracked(nodes) and not gc.is_tracked(index)
-    assert gc.is_tracked(few)
-    index["n0"] = [0]  # a tracked value stored again: CPython tracks the dict again
-    assert gc.is_tracked(index)
-
-
-def test_what_an_untracked_container_holds_is_never_collected_early_and_is_freed_with_it() -> None:
-    a, b = _Cell(), _Cell()
-    a.other, b.other = b, a  # a cycle, held by the large tuple only
-    alive = weakref.ref(a)
-    with heap.quiet():
-        held = (a, *range(heap.LARGE_CONTAINER))
-    del a, b
-    gc.collect()
-    assert alive() is not None and not gc.is_tracked(held)
-    del held  # reference counting frees the tuple; the cycle is then the collector's again
-    gc.collect()
-    assert alive() is None
-
-
-def test_a_cycle_made_during_a_build_is_still_collected() -> None:
-    with heap.quiet():
-        a, b = _Cell(), _Cell()
-        a.other, b.other = b, a
-        alive = weakref.ref(a)
-        del a, b
-    gc.collect()
-    assert alive() is None
-
-
-def test_quiet_restores_the_collector_as_it_found_it() -> None:
-    assert gc.isenabled()
-    with heap.quiet():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
+@pytest.fixture
+def frozen_heap() -> Iterator[None]:
+    """The test's freezes undone after it (the test process's heap is not a server's)."""
+    measured = dataclasses.replace(heap._HEAP)
     try:
-        with heap.quiet():
-            pass
-        assert not gc.isenabled()
+        yield
     finally:
-        gc.enable()
+        gc.unfreeze()
+        heap._HEAP = measured
+
+
+def _walked(obj: object) -> bool:
+    """Whether some collection would walk ``obj``: tracked, in a generation the collector visits."""
+    return any(found is obj for generation in range(3) for found in gc.get_objects(generation))
+
+
+def test_a_published_build_leaves_every_collections_walk(frozen_heap: None) -> None:
+    heap.before_build()
+    nodes = tuple(_Cell() for _ in range(5000))  # what a build makes: a container of one entry per node
+    index = {f"n{i}": [i] for i in range(5000)}
+    assert _walked(nodes) and _walked(index)
+    heap.after_build(first=True)
+    assert gc.is_tracked(nodes) and not _walked(nodes) and not _walked(index)  # frozen, not hidden
+    made_later = [_Cell()]
+    assert _walked(made_later), "only what was alive at the freeze"
+
+
+def test_what_was_garbage_before_a_build_is_collected_not_frozen(frozen_heap: None) -> None:
+    a = _Cell()
+    a.other = _Cell(a)  # a cycle nobody holds: only the collector can free it
+    gone = weakref.ref(a)
+    del a
+    heap.before_build()
+    assert gone() is None
+    heap.after_build(first=True)
+
+
+def test_a_frozen_state_is_still_freed_when_its_last_reference_goes(frozen_heap: None) -> None:
+    heap.before_build()
+    state = _Cell((tuple(_Cell() for _ in range(100)), {"k": [1, 2]}))
+    alive = weakref.ref(state)
+    heap.after_build(first=True)
+    del state  # acyclic: reference counting frees it, frozen or not
+    assert alive() is None
+
+
+def test_a_cycle_that_dies_frozen_is_reclaimed_once_the_heap_has_grown(
+    frozen_heap: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heap.before_build()
+    a = _Cell()
+    a.other = _Cell(a)
+    gone = weakref.ref(a)
+    heap.after_build(first=True)
+    del a  # alive at the freeze, garbage after it: no collection sees it
+    gc.collect()
+    assert gone() is not None
+    monkeypatch.setattr(heap, "RECLAIM_GROWTH", 0.5)  # as if the heap had doubled
+    heap.after_build()
+    assert gone() is not None, "measured at most every RECLAIM_CHECK_S, not per build"
+    monkeypatch.setattr(heap, "RECLAIM_CHECK_S", 0.0)
+    monkeypatch.setattr(heap, "RECLAIM_GROWTH", 2.0)
+    heap.after_build()
+    assert gone() is not None, "the heap has not grown: nothing reclaimed"
+    monkeypatch.setattr(heap, "RECLAIM_GROWTH", 0.5)
+    heap.after_build()
+    assert gone() is None
 
 
 def test_the_gil_is_handed_to_the_loop_within_a_millisecond() -> None:
@@ -76,20 +102,52 @@ def test_the_gil_is_handed_to_the_loop_within_a_millisecond() -> None:
         sys.setswitchinterval(before)
 
 
-def test_dismantle_frees_what_only_it_holds_and_leaves_what_others_hold() -> None:
-    shared, mine = _Cell(), _Cell()
-    inner = _Cell()
-    mine.other = [inner, {"k": (_Cell(),)}]  # a small graph nobody else holds
-    big = tuple(_Cell() for _ in range(heap.PIECE + 1))  # freed whole, never taken apart
-    state = _Cell()
-    state.other = (mine, shared, big)
-    gone = [weakref.ref(mine), weakref.ref(inner), weakref.ref(big[0]), weakref.ref(state)]
+def _state() -> _Cell:
+    """A state-like graph: small containers, a large one, cells several levels down."""
+    leaf = _Cell("leaf")
+    big = tuple(_Cell(i) for i in range(heap.PIECE + 1))  # dropped whole, never split
+    return _Cell({"snapshots": {"k": (leaf, [leaf, {"deep": _Cell([1, 2, 3])}])}, "nodes": big})
+
+
+def test_dismantle_frees_what_only_it_holds() -> None:
+    state = _state()
+    parts = state.other
+    assert isinstance(parts, dict)
+    gone = [weakref.ref(state), weakref.ref(parts["nodes"][0]), weakref.ref(parts["snapshots"]["k"][0])]
+    del parts
     work: list[object] = [state]
-    del mine, inner, big, state  # the caller's only reference is the one it hands over
-    taken = heap.dismantle(work)
-    assert all(ref() is None for ref in gone)
-    assert isinstance(shared, _Cell) and sys.getrefcount(shared) == 2, "only dereferenced"
-    assert taken >= 6
+    del state  # the caller's only reference is the one it hands over
+    assert heap.dismantle(work) >= 4  # the state, its attributes, their dicts
+    assert work == [] and all(ref() is None for ref in gone)
+
+
+def test_dismantle_never_frees_a_state_still_referenced() -> None:
+    """A reader still deciding on a state the holder let go of keeps all of it, at every depth:
+    taking a state apart only drops the reaper's references, whoever else holds some."""
+    state = _state()
+    reader = state  # a decision thread's own reference
+    shared_leaf = state.other["snapshots"]["k"][0]  # type: ignore[index]
+    before = copy.deepcopy(state)
+    refs = [weakref.ref(state), weakref.ref(shared_leaf), weakref.ref(state.other["nodes"][-1])]  # type: ignore[index]
+    work: list[object] = [state]
+    del state
+    heap.dismantle(work)
+    assert all(ref() is not None for ref in refs)
+    assert _shape(reader) == _shape(before)
+    del reader
+    gc.collect()
+    assert refs[0]() is None
+
+
+def _shape(obj: object) -> object:
+    """What a graph of cells and containers holds, compared by value."""
+    if isinstance(obj, _Cell):
+        return ("cell", _shape(obj.other))
+    if isinstance(obj, dict):
+        return {k: _shape(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [type(obj).__name__, *(_shape(v) for v in obj)]
+    return obj
 
 
 def test_a_cycle_handed_to_dismantle_is_left_to_the_collector() -> None:
@@ -113,20 +171,47 @@ def test_release_frees_off_the_callers_thread() -> None:
     assert not finalizer.alive
 
 
-def test_a_pod_event_leaves_the_pods_usage_out_of_the_collectors_view() -> None:
-    """The collector stops tracking a dict that holds only untracked values; one tracked value
-    stored in it tracks it again, in the youngest generation, which then walks all of it (at
-    100,000 pods 0.5-0.7 ms a young collection, on the event loop). A pod's usage is stored
-    untracked, so a pod event never brings the dict back."""
-    book = UsageBook()
-    book.replace({f"team/p{i}": (f"n{i % 7}", {"cpu": 1000 + i, "pods": 1}, False) for i in range(1000)})
-    gc.collect()
-    assert not gc.is_tracked(book.pods)
-    node = "n" + str(3)  # made at run time: a constant tuple would be untracked from the start
-    assert book.set("team/new", (node, {"cpu": 7, "pods": 1}, False))
-    assert not gc.is_tracked(book.pods)
-    assert book.pods["team/new"] == ("n3", (("cpu", 7), ("pods", 1)), False)
-    fresh = dict(book.pods)
-    gc.collect()
-    fresh["team/other"] = (node, tuple(sorted({"cpu": 7}.items())), False)
-    assert gc.is_tracked(fresh)  # what the book avoids: a plain tuple stored tracks the dict
+class _Reaper:
+    """`release` into a queue of the test's; `run` takes apart what is in it on a thread named
+    "reaper"; ``ran_on``: the threads the finalizers of `watch`ed objects ran on."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.released: queue.SimpleQueue[object] = queue.SimpleQueue()
+        monkeypatch.setattr(heap, "_reaper", lambda: self.released)
+        self.ran_on: list[str] = []
+
+    def watch(self, obj: object) -> None:
+        weakref.finalize(obj, lambda: self.ran_on.append(threading.current_thread().name))
+
+    def run(self) -> list[str]:
+        def drain() -> None:
+            while not self.released.empty():
+                heap.dismantle([self.released.get()])
+
+        thread = threading.Thread(target=drain, name="reaper")
+        thread.start()
+        thread.join(10)
+        return self.ran_on
+
+
+@pytest.fixture
+def reaper(monkeypatch: pytest.MonkeyPatch) -> _Reaper:
+    return _Reaper(monkeypatch)
+
+
+def test_the_holder_hands_its_last_reference_over_and_the_reaper_frees_it(reaper: _Reaper) -> None:
+    state = _state()
+    reaper.watch(state)
+    heap.release(state)
+    del state
+    assert reaper.ran_on == [], "kept for the reaper, not freed by the caller"
+    assert reaper.run() == ["reaper"]
+
+
+def test_release_of_a_state_a_reader_holds_leaves_it_whole(reaper: _Reaper) -> None:
+    state = _state()
+    before = _shape(state)
+    reaper.watch(state)
+    heap.release(state)  # the holder hands its reference over; this reader keeps its own
+    assert reaper.run() == []
+    assert _shape(state) == before

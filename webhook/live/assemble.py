@@ -16,7 +16,6 @@ from typing import Any
 
 from scorer import Cluster, Engine
 from scorer.model import Node
-from webhook.live import heap
 from webhook.live.rejections import Rejections
 from webhook.live.usage import Assigned, SnapshotKey, UsageBook
 from webhook.state.cluster import ClusterState, build_state
@@ -79,11 +78,11 @@ def node_edit(
 
 def assemble(inputs: Inputs | NodeEdit, defaults: DefaultLevels | None = None) -> ClusterState:
     """The next state: folded from the objects (with ``defaults``, its snapshots and theirs
-    built too), or the last one with its nodes edited."""
-    with heap.quiet():
-        if isinstance(inputs, NodeEdit):
-            return _edit(inputs)
-        return _fold(inputs, defaults)
+    built too), or the last one with its nodes edited. The collector runs as it does anywhere:
+    the writer freezes what a build made once it is published (``live.heap``)."""
+    if isinstance(inputs, NodeEdit):
+        return _edit(inputs)
+    return _fold(inputs, defaults)
 
 
 def _edit(inputs: NodeEdit) -> ClusterState:

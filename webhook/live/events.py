@@ -32,13 +32,17 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import call_json, retry_after, transient
+from webhook.live.api import call_json, transient
+from webhook.live.backoff import Backoff
 
 log = logging.getLogger("tasgate.events")
 REPORTING_CONTROLLER = "tasgate.io/lifecycle"
 NOTE_LIMIT = 1024
 POST_ATTEMPTS = 5  # one Event's posts, the first included
 RETRY_AFTER_CAP = 30.0  # events.k8s.io/v1 rejects longer notes
+# Between one Event's posts: 0.5 s doubling to 8 s, or the server's Retry-After; unjittered, as
+# `POST_ATTEMPTS` bounds them and one poster runs per replica.
+POST_BACKOFF = Backoff(0.5, 8.0, jitter=0.0, retry_after_cap=RETRY_AFTER_CAP)
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ class EventRecorder:
         occurrence's, so a retry of a post that did land is a 409, never a second Event.
         """
         ns, name = event.regarding.namespace, event.regarding.name
-        delay, why = 0.5, ""
+        why = ""
         failure: Exception
         for attempt in range(1, POST_ATTEMPTS + 1):
             try:
@@ -177,8 +181,7 @@ class EventRecorder:
             if not transient(failure) or attempt == POST_ATTEMPTS or not self.leading:
                 break
             self.record("retried")
-            await asyncio.sleep(retry_after(failure, RETRY_AFTER_CAP) or delay)
-            delay = min(delay * 2, 8.0)
+            await asyncio.sleep(POST_BACKOFF.pause(attempt, failure))
         self.record("failed")
         log.warning("event %s on %s/%s not posted: %s", event.reason, ns, name, why)
 

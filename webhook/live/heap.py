@@ -1,56 +1,72 @@
 """Keep the cycle collector and the GIL from stalling the event loop behind a state build.
 
-A full (generation 2) collection walks every tracked object while holding the GIL: with
-kubernetes-asyncio imported and a 10,000-node mirror loaded that is tens of milliseconds in
-which neither the event loop nor a decision thread runs, and rebuilds allocate enough to
-trigger one every few seconds. `gc.freeze` moves what is alive now to a generation the
-collector never walks. Reference counting still frees frozen objects (the mirror's data is
-acyclic); only a cycle that is alive at the freeze and dies later would never be reclaimed, so
-freezing happens at two moments, not per rebuild: after start-up, and after the first sync.
-During a rebuild the collector is paused instead (`quiet`).
+A collection holds the GIL while it walks every container in the generations it collects and
+every reference each one holds: neither the event loop nor a decision thread runs meanwhile. A
+state is made of large containers (at 50,000 nodes each node edit leaves a few of one entry per
+node: the node tuples, the leaf index), and a young collection that found a few edits' worth
+took 30-37 ms; a full one walks every state still held. Reference counting, not the collector,
+frees them: a state is acyclic.
 
-Even a young (generation 0) collection is not cheap once a state is made: a collection visits
-every reference each young container holds, and each node edit leaves a few containers of one
-entry per node (the node tuples, the leaf index) that reference counting, not the collector,
-frees. At 50,000 nodes the young generation of fifteen edits took 37 ms to walk, on whichever
-thread allocated next (measured with a ``gc.callbacks`` timer). `quiet` therefore takes the
-large, acyclic containers a build made out of the collector's view, as CPython itself does for
-a tuple of strings.
+`gc.freeze` moves every object alive now to a generation no collection walks; reference counting
+still frees a frozen object when its last reference goes. So the one writer (``live.mirror``),
+which knows when it builds, owns the heap: it collects just before each build (`before_build`:
+cheap, everything older is frozen) and freezes right after publishing what the build made
+(`after_build`). A cycle the collector has not found by then (made garbage while the build ran,
+or alive at the freeze and dead later) stays frozen until the heap has grown to `RECLAIM_GROWTH`
+times its size at the last reclaim; the frozen heap is then unfrozen, collected and frozen
+again (one full pass, logged). In bench-live's runs the freezes kept no cycle beyond those the
+start-up's own freeze keeps. No build turns the collector off, and no object is hidden from it
+one by one.
+
+A state let go of is freed by its owner off the loop (`release`: the holder drops the states it
+kept), in pieces, so no single deallocation cascades through a whole state while holding the GIL.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import functools
 import gc
+import logging
+import math
 import queue
 import sys
 import threading
-from collections.abc import Iterator
-from typing import TypeVar
+import time
+from dataclasses import dataclass
 
-# A container with this many entries or more, made by a state build, is left to reference
-# counting alone: the build's tuples, lists and dicts never hold a reference back to themselves.
-LARGE_CONTAINER = 4096
-CONTAINERS = (tuple, list, dict)
+log = logging.getLogger("tasgate.live")
 
 # The longest a thread running Python keeps the GIL while another asks for it. CPython's 5 ms
 # default let a node edit on the writer's thread hold the event loop 8-17 ms at a time at 50,000
 # nodes (the loop waits once per wake-up); 1 ms keeps those waits under 2 ms.
 SWITCH_INTERVAL_S = 0.001
 
-_T = TypeVar("_T")
+# The frozen heap is reclaimed (one full pass over it) when the heap has grown this many times
+# over since the last reclaim: what cycles died frozen can pin is at most about the live heap
+# again. The heap is measured in Python's allocated blocks (`sys.getallocatedblocks`: about a
+# millisecond at 50,000 nodes, a walk of the allocator's pools; `gc.get_freeze_count` walks
+# every frozen object, 12 ms), at most once per `RECLAIM_CHECK_S`.
+RECLAIM_GROWTH = 2.0
+RECLAIM_CHECK_S = 10.0
 
-_untrack = ctypes.pythonapi.PyObject_GC_UnTrack
-_untrack.argtypes = [ctypes.py_object]
-_untrack.restype = None
+
+@dataclass
+class _Heap:
+    """The heap's size after the last settle or reclaim (what `RECLAIM_GROWTH` scales; 0: not
+    measured yet), and when it was last compared."""
+
+    baseline: int = 0
+    checked_at: float = -math.inf
+
+
+_HEAP = _Heap()
 
 
 def settle() -> None:
-    """Collect what is garbage now, then freeze the rest out of every later full pass."""
+    """Collect what is garbage now, then freeze the rest out of every later pass (start-up)."""
     gc.collect()
     gc.freeze()
+    _HEAP.baseline = sys.getallocatedblocks()
 
 
 def share_the_gil() -> None:
@@ -58,56 +74,52 @@ def share_the_gil() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """No cycle collection while a rebuild runs: it allocates hundreds of thousands of short-lived
-    containers (acyclic, freed by reference counting as it goes), and a full pass over them in
-    the middle of a build would hold the GIL for tens of milliseconds. One rebuild runs at a time.
-    Afterwards the large containers it made are untracked (`untrack_large`)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        untrack_large()
-        if enabled:
-            gc.enable()
+def before_build() -> None:
+    """The writer is about to build a state: collect what is garbage now, so the freeze after the
+    build cannot keep it. Cheap: only what was made since the last build is not frozen."""
+    gc.collect()
 
 
-def acyclic(obj: _T) -> _T:
-    """``obj``, a tuple of strings, numbers and such tuples, out of the collector's view now
-    rather than at its first collection. Why now: a dict the collector found holding only such
-    values it stops tracking, and storing one still-tracked value tracks the dict again, in the
-    youngest generation, where the next young collections walk all of it (the pods' usage at
-    100,000 pods: 0.5-0.7 ms a collection, on the event loop, after every full collection)."""
-    _untrack(obj)
-    return obj
+def after_build(first: bool = False) -> None:
+    """The writer published a state it built: freeze it (and all else alive) out of every later
+    collection. The ``first`` (the first sync) sets the size the heap is measured against; after
+    a later one the frozen heap is reclaimed once the heap has grown `RECLAIM_GROWTH` times over."""
+    gc.freeze()
+    now = time.monotonic()
+    if first or _HEAP.baseline == 0:
+        _HEAP.baseline, _HEAP.checked_at = sys.getallocatedblocks(), now
+    elif now - _HEAP.checked_at >= RECLAIM_CHECK_S:
+        _HEAP.checked_at = now
+        if sys.getallocatedblocks() > RECLAIM_GROWTH * _HEAP.baseline:
+            reclaim()
 
 
-def untrack_large() -> int:
-    """Untrack every young plain tuple, list or dict of ``LARGE_CONTAINER`` entries or more;
-    how many. Safe for any container outside a reference cycle: what it references counts as
-    referenced from outside the collected set, so nothing it holds is freed early, and
-    reference counting frees the container itself. A dict is tracked again by CPython as soon
-    as a tracked value is stored in it."""
-    count = 0
-    for obj in gc.get_objects(generation=0):
-        if type(obj) in CONTAINERS and len(obj) >= LARGE_CONTAINER:
-            _untrack(obj)
-            count += 1
-    return count
+def reclaim() -> int:
+    """Unfreeze, collect and freeze again: the cycles that died frozen are found; how many
+    objects were garbage. One full pass over the heap, holding the GIL: rare by design."""
+    gc.unfreeze()
+    found = gc.collect()
+    gc.freeze()
+    _HEAP.baseline = sys.getallocatedblocks()
+    log.info("frozen heap reclaimed: %d objects were garbage", found)
+    return found
 
 
-# Objects the reaper takes apart before it frees them; a container with more entries than this is
-# freed whole (one call: a tuple or dict of one entry per node, shared entries, about a millisecond).
+# How `release` takes a state apart: an object is split into its referents (each dropped on its
+# own) down to `DEPTH` levels, at most `SPLITS` objects per release; a container of more than
+# `PIECE` entries is dropped whole (one call: a tuple or dict of one entry per node, its entries
+# mostly shared, about a millisecond). At 50,000 nodes a state dropped whole held the GIL up to
+# 3.7-7.3 ms; split to depth 4 (some 60 objects a state), its longest single drop was 2.7 ms.
 PIECE = 64
+DEPTH = 4
+SPLITS = 4096
 _PLAIN = (tuple, list, dict, set, frozenset)
 
 
 def release(obj: object) -> None:
-    """Let go of ``obj`` off the caller's thread: the reaper drops the last reference to it and,
-    when that frees it, frees its parts one by one (`dismantle`). The caller must hold no other
-    reference it counts on having freed now."""
+    """Let go of ``obj`` off the caller's thread: the reaper drops the caller's reference to it
+    in pieces (`dismantle`). The caller hands its reference over; what anyone else still holds
+    stays as it is."""
     _reaper().put(obj)
 
 
@@ -126,17 +138,23 @@ def _reap_forever(released: queue.SimpleQueue[object]) -> None:
 
 
 def dismantle(work: list[object]) -> int:
-    """Drop every object in ``work`` (the caller's only reference to them), freeing what nobody
-    else holds one object at a time, children after their parent, so no single deallocation
-    cascades through a whole state; how many objects were taken apart. An object someone else
-    holds (a tree shared with the current state, a node) is only dereferenced."""
-    taken = 0
-    while work:
-        obj = work.pop()
-        # 2: ``obj`` here and getrefcount's argument. Nobody else can reach it, so nobody can
-        # take a reference meanwhile.
-        if sys.getrefcount(obj) == 2 and not (type(obj) in _PLAIN and len(obj) > PIECE):  # type: ignore[arg-type]
-            work.extend(child for child in gc.get_referents(obj) if not isinstance(child, type))
-            taken += 1
+    """Drop every object in ``work`` (the caller's references to them), children after their
+    parent: each object down to `DEPTH` levels (`SPLITS` at most) is split into what it
+    references before its own reference is dropped, so freeing a state runs as many short
+    deallocations, with the GIL handed over between them, never one long cascade. How many
+    objects were split.
+
+    Only references are dropped, never an object changed: what someone else holds (a tree
+    shared with the current state, a reader's state) loses the reaper's reference and nothing
+    else. A cycle among the parts is left to the collector, as it would be anyway."""
+    split = 0
+    pending = [(obj, 0) for obj in work]
+    work.clear()
+    while pending:
+        obj, depth = pending.pop()
+        small = not (type(obj) in _PLAIN and len(obj) > PIECE)  # type: ignore[arg-type]
+        if small and depth < DEPTH and split < SPLITS:
+            pending.extend((part, depth + 1) for part in gc.get_referents(obj) if not isinstance(part, type))
+            split += 1
         del obj
-    return taken
+    return split

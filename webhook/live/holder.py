@@ -80,7 +80,8 @@ class StateHolder:
 
 def _keep(kept: deque[tuple[float, ClusterState]], now: float, state: ClusterState) -> None:
     """Append ``state``; the one it pushes out is freed off the caller's thread (the event loop
-    in live mode): `heap.release`."""
+    in live mode): `heap.release`. The holder owns what it kept, so it knows when it lets go;
+    it hands the reference over, keeping none (a reader still deciding on it keeps its own)."""
     if len(kept) == kept.maxlen:
         heap.release(kept.popleft())
     kept.append((now, state))

@@ -18,6 +18,7 @@ from webhook.state.kueue_manager import SELECTOR as KUEUE_SELECTOR
 
 LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 KUEUE = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
 # The kinds that only say whether each gang backend's PodGroup CRD is served (`decide.gangs`).
 GANG_CRD_KINDS = frozenset(b.served_kind for b in GANG_BACKENDS.values())
 DEPLOYMENTS, CONFIG_MAPS = "deployments", "configmaps"  # Kueue's own, by label (`KUEUE_SELECTOR`)
@@ -56,7 +57,8 @@ def custom_lister(group: str, version: str, plural: str) -> Callable[[client.Api
     return make
 
 
-def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
+def kinds() -> list[Kind]:
+    """Every kind the live state watches; Kueue's at `KUEUE_VERSION`, the version tasgate reads."""
     custom = custom_lister
 
     def core(method: str) -> Callable[[client.ApiClient], Lister]:
@@ -76,7 +78,7 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
 
     kueue_only = {"label_selector": KUEUE_SELECTOR}
 
-    kueue = f"{KUEUE}/{kueue_version}"
+    kueue = f"{KUEUE}/{KUEUE_VERSION}"
     return [
         Kind("nodes", "v1", "Node", core("list_node")),
         Kind(
@@ -87,41 +89,41 @@ def kinds(kueue_version: str = "v1beta2") -> list[Kind]:
             kwargs={"field_selector": LIVE_POD_SELECTOR},
         ),
         Kind("namespaces", "v1", "Namespace", core("list_namespace")),
-        Kind("topologies", kueue, "Topology", custom(KUEUE, kueue_version, "topologies"), True),
+        Kind("topologies", kueue, "Topology", custom(KUEUE, KUEUE_VERSION, "topologies"), True),
         Kind(
-            "resourceflavors", kueue, "ResourceFlavor", custom(KUEUE, kueue_version, "resourceflavors"), True
+            "resourceflavors", kueue, "ResourceFlavor", custom(KUEUE, KUEUE_VERSION, "resourceflavors"), True
         ),
-        Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, kueue_version, "clusterqueues"), True),
-        Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, kueue_version, "localqueues"), True),
+        Kind("clusterqueues", kueue, "ClusterQueue", custom(KUEUE, KUEUE_VERSION, "clusterqueues"), True),
+        Kind("localqueues", kueue, "LocalQueue", custom(KUEUE, KUEUE_VERSION, "localqueues"), True),
         # The cohort tree a ClusterQueue borrows in (parents, quotas, lending and borrowing limits).
-        Kind("cohorts", kueue, "Cohort", custom(KUEUE, kueue_version, "cohorts"), True),
+        Kind("cohorts", kueue, "Cohort", custom(KUEUE, KUEUE_VERSION, "cohorts"), True),
         # Admission checks that make Kueue place a flavor's topology later (ProvisioningRequest)
         # or on another cluster (MultiKueue): `state.admission_checks`.
         Kind(
-            "admissionchecks", kueue, "AdmissionCheck", custom(KUEUE, kueue_version, "admissionchecks"), True
+            "admissionchecks", kueue, "AdmissionCheck", custom(KUEUE, KUEUE_VERSION, "admissionchecks"), True
         ),
         Kind(
             "multikueueconfigs",
             kueue,
             "MultiKueueConfig",
-            custom(KUEUE, kueue_version, "multikueueconfigs"),
+            custom(KUEUE, KUEUE_VERSION, "multikueueconfigs"),
             True,
         ),
         Kind(
             "provisioningrequestconfigs",
             kueue,
             "ProvisioningRequestConfig",
-            custom(KUEUE, kueue_version, "provisioningrequestconfigs"),
+            custom(KUEUE, KUEUE_VERSION, "provisioningrequestconfigs"),
             True,
         ),
         # Admitted TAS Workloads' assignments are usage from the moment Kueue admits them.
-        Kind("workloads", kueue, "Workload", custom(KUEUE, kueue_version, "workloads"), True),
+        Kind("workloads", kueue, "Workload", custom(KUEUE, KUEUE_VERSION, "workloads"), True),
         # Priorities Kueue gives a new Workload, and so whom it would preempt for it.
         Kind(
             "workloadpriorityclasses",
             kueue,
             "WorkloadPriorityClass",
-            custom(KUEUE, kueue_version, "workloadpriorityclasses"),
+            custom(KUEUE, KUEUE_VERSION, "workloadpriorityclasses"),
             True,
         ),
         Kind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", scheduling("list_priority_class")),

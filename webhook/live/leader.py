@@ -3,9 +3,12 @@
 Every replica answers reviews and watches (so a new leader starts warm); only the holder of the
 Lease runs the writers (PodGroups, Events), so two replicas never write the same thing twice.
 ``lead`` campaigns forever with kubernetes-asyncio's ``LeaderElection``: while leading it runs
-``work()`` (restarted with backoff if it raises) and says so through ``on_change(True)``; when
-the Lease is lost it cancels ``work`` *before* ``on_change(False)``, then campaigns again (the
-library's ``run`` returns on a lost Lease: this loops around it).
+``work()`` and says so through ``on_change(True)``; when the Lease is lost it cancels ``work``
+*before* ``on_change(False)``, then campaigns again (the library's ``run`` returns on a lost
+Lease: this loops around it). ``work`` supervises itself (``Supervisor.run_all``: each writer
+restarted by its own name); a work that ends anyway, raising or not, ends the term: the leader
+steps down and campaigns again after the campaign's backoff, so a writer is never restarted by
+two supervisors at once.
 
 What the library does not, this does:
 
@@ -13,7 +16,7 @@ What the library does not, this does:
   (``aiohttp.ClientError``), or a non-404 answer whose body is not JSON, propagates out of
   ``run``, and the task it started for the leader is then *not* cancelled. Here ``work`` runs
   in a task this module owns and cancels; the exception is logged and the campaign retried
-  with capped exponential backoff.
+  with capped exponential backoff (`live.backoff`).
 - Its ``Config`` needs whole ``lease_seconds`` (it writes ``int(str(x))``) and periods of at
   least a second; ``Campaign`` is checked at the start, a bad one raises ``ValueError`` (not
   retried: it would never work).
@@ -43,9 +46,10 @@ import math
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client
@@ -53,6 +57,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection.electionconfig import Config
 from kubernetes_asyncio.leaderelection.leaderelection import LeaderElection
 
+from webhook.live.backoff import Backoff, Retry
 from webhook.live.lease import LeaseError, Lock, Standing, quiet_the_library
 
 log = logging.getLogger("tasgate.leader")
@@ -92,7 +97,10 @@ class _Term:
     """One campaign's leadership: the work task this module owns, and whether it was announced."""
 
     def __init__(
-        self, work: Callable[[], Awaitable[None]], on_change: Callable[[bool], None], standing: Standing
+        self,
+        work: Callable[[], Coroutine[Any, Any, None]],
+        on_change: Callable[[bool], None],
+        standing: Standing,
     ) -> None:
         self.work, self.on_change, self.standing = work, on_change, standing
         self.task: asyncio.Task[None] | None = None
@@ -100,12 +108,19 @@ class _Term:
         self.led = False  # held the Lease at some point of this term
 
     async def started(self) -> None:
-        """The library's ``onstarted_leading``: start the work in a task of ours, and wait on it."""
+        """The library's ``onstarted_leading``: start the work in a task of ours, and wait on it.
+        The library cancelling this is then not the only way the work stops, and a failure of
+        the work is not left in the library's task, which nobody reads: `end` stops the work
+        and logs how it ended."""
         self.held = self.led = self.standing.leading = True
         log.info("elected leader of the Lease %s: writing PodGroups and Events", self.standing.where)
         _announce(self.on_change, True)
-        self.task = asyncio.create_task(_supervised(self.work), name="leader-work")
-        await asyncio.shield(self.task)  # the library cancelling this must not be the only stop
+        self.task = asyncio.create_task(self.work(), name="leader-work")
+        await asyncio.wait({self.task})
+
+    def work_ended(self) -> bool:
+        """The work stopped by itself (raised or returned) while this term leads."""
+        return self.held and self.task is not None and self.task.done()
 
     async def stopped(self) -> None:
         """The library's ``onstopped_leading``; ``end`` does the work (it runs on every exit)."""
@@ -128,7 +143,7 @@ class _Term:
 async def lead(
     api: client.ApiClient,
     campaign: Campaign,
-    work: Callable[[], Awaitable[None]],
+    work: Callable[[], Coroutine[Any, Any, None]],
     on_change: Callable[[bool], None] = lambda leading: None,
     standing: Standing | None = None,
 ) -> None:
@@ -140,7 +155,9 @@ async def lead(
     standing = standing or Standing(campaign)
     identity = identity_of(campaign.identity)
     log.info("campaigning for the Lease %s as %s", standing.where, identity)
-    backoff = campaign.retry_seconds
+    # Unjittered, as the library's own retries: one Lease, a handful of candidates, and a pause
+    # after a term that is exactly the retry period (a follower's takeover is timed by it).
+    retry = Retry(Backoff(campaign.retry_seconds, BACKOFF_MAX, jitter=0.0))
     while True:
         term, lock = _Term(work, on_change, standing), Lock(campaign, identity, api, standing)
         config = Config(
@@ -152,7 +169,7 @@ async def lead(
             term.stopped,
         )
         election = asyncio.create_task(LeaderElection(config).run(), name="leader-election")
-        delay = campaign.retry_seconds
+        failed = False
         try:
             await _watched(election, term, lock, campaign.renew_seconds)
         except asyncio.CancelledError:
@@ -163,17 +180,20 @@ async def lead(
                 await _release(api, campaign, identity)
             raise
         except Exception as exc:  # the library lets some API errors out: never stop campaigning
-            delay, backoff = backoff, min(backoff * 2, BACKOFF_MAX)
+            failed = True
             _logged(exc, standing)
-        if term.led:
-            backoff = campaign.retry_seconds
+        work_ended = term.work_ended()
+        delay = retry.failed() if failed or work_ended else campaign.retry_seconds
+        if term.led and not work_ended:
+            retry.reset()
         await term.end()
         await asyncio.sleep(delay)
 
 
 async def _watched(election: asyncio.Task[None], term: _Term, lock: Lock, renew_seconds: float) -> None:
     """Wait for the library's ``run`` (it returns when a held Lease is lost, or raises); while
-    leading, step down the moment the Lease has gone ``renew_seconds`` without a write."""
+    leading, step down the moment the Lease has gone ``renew_seconds`` without a write, or the
+    work has ended."""
     while True:
         done, _ = await asyncio.wait({election}, timeout=WATCHDOG_SECONDS)
         if done:
@@ -182,9 +202,13 @@ async def _watched(election: asyncio.Task[None], term: _Term, lock: Lock, renew_
         unrenewed = time.monotonic() - lock.renewed
         if term.held and unrenewed > renew_seconds:
             log.warning("the Lease went %.1fs unrenewed: stepping down", unrenewed)
-            election.cancel()
-            await asyncio.gather(election, return_exceptions=True)
-            return
+        elif term.work_ended():
+            log.warning("the leader's work ended while leading: stepping down, campaigning again")
+        else:
+            continue
+        election.cancel()
+        await asyncio.gather(election, return_exceptions=True)
+        return
 
 
 async def _release(api: client.ApiClient, campaign: Campaign, identity: str) -> None:
@@ -203,19 +227,6 @@ async def _release(api: client.ApiClient, campaign: Campaign, identity: str) -> 
         log.info("released the Lease %s/%s", campaign.lease_namespace, campaign.lease_name)
     except (ApiException, aiohttp.ClientError, OSError, TimeoutError) as exc:
         log.warning("could not release the Lease (followers wait it out): %s", _words(exc))
-
-
-async def _supervised(work: Callable[[], Awaitable[None]]) -> None:
-    """The leader's work, restarted with backoff when it raises; done when it returns."""
-    backoff = 1.0
-    while True:
-        try:
-            await work()
-            return
-        except Exception:
-            log.exception("the leader's work failed; restarting it in %.0fs", backoff)
-        await asyncio.sleep(backoff)
-        backoff = min(backoff * 2, BACKOFF_MAX)
 
 
 def _announce(on_change: Callable[[bool], None], leading: bool) -> None:

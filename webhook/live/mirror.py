@@ -70,7 +70,7 @@ class Mirror(Publisher):
     ) -> None:
         self.holder = holder
         self.native = native or NativeBook()  # the native gang kinds (`live.native`)
-        self.settle_heap = settle_heap  # freeze the heap after the first sync (`live.heap`)
+        self.settle_heap = settle_heap  # own the heap: collect before each build, freeze after (`live.heap`)
         self.engine = engine
         self.debounce = debounce
         self.default_levels: DefaultLevels = default_levels or (lambda _state: ())
@@ -211,7 +211,7 @@ class Mirror(Publisher):
 
         A failed rebuild or edit (not a malformed object: those are left out) keeps the last
         state published, usage and rejections keep being published on it."""
-        state, caught_up = self.state, True
+        state, caught_up, built = self.state, True, False
         rebuild = self.structure_changed or state is None or self._defaults_missing(state)
         inputs: Inputs | NodeEdit | None = None
         if rebuild or len(self.node_changes) > NODE_EDIT_LIMIT:
@@ -220,6 +220,8 @@ class Mirror(Publisher):
         elif self.node_changes and state is not None:
             inputs = self._node_edit(state)
         if inputs is not None:
+            if self.settle_heap:
+                heap.before_build()  # what is garbage now is never frozen with the state
             try:
                 # Made with every snapshot ready: reviews never wait for it nor build a
                 # snapshot themselves, and use the previous generation meanwhile.
@@ -234,7 +236,7 @@ class Mirror(Publisher):
                     return False
             else:
                 self.usage.finish_rebuild(made, frees)
-                state = made
+                state, built = made, True
                 self.rejections.published = inputs.rejections
         if state is None:  # never: no state yet is a rebuild, and a failed one returned above
             return False
@@ -249,8 +251,8 @@ class Mirror(Publisher):
             self.state = state
             self.holder.publish(state)
             self.rejections.log_new(state.rejected)
-            if first and self.settle_heap:
-                heap.settle()
+            if built and self.settle_heap:
+                heap.after_build(first)  # the state's containers leave every collection's walk
         return caught_up
 
     def _with_native(self, state: ClusterState) -> ClusterState:

@@ -21,8 +21,8 @@ pods are the proof.
 
 Results (``record``, for ``tasgate_podgroups_total{result}``): ``created``; ``exists`` (409:
 another writer, or an earlier attempt, made it); ``retried`` (429, 5xx, connection error or
-timeout, or ``compute`` raising ``NotReadyError``: retried with capped exponential backoff,
-honouring ``Retry-After``); ``failed`` (any other error: logged, with its traceback when
+timeout, or ``compute`` raising ``NotReadyError``: retried per key, backing off, ``Retry-After``
+honoured: ``live.backoff``); ``failed`` (any other error: logged, with its traceback when
 unexpected, a Warning Event on the workload when the API server refused; retried the same way);
 ``owner-missing`` (404: the workload is gone, or a hinted one never appeared: nothing to do);
 ``none-needed`` (the stored object implies no PodGroup); ``dropped`` (too many pending hints);
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from webhook.live import reconcile_http as http
 from webhook.live import reconcile_native as native
 from webhook.live import reconcile_view as view
 from webhook.live.api import call_json
+from webhook.live.backoff import Backoff
 from webhook.live.events import EventRecorder
 from webhook.live.kinds import Kind
 from webhook.live.reconcile_queue import WorkQueue
@@ -61,6 +61,7 @@ log = logging.getLogger("tasgate.podgroups")
 
 PodGroups = tuple[Mapping[str, Any], ...]
 Compute = Callable[[Mapping[str, Any]], Awaitable[PodGroups]]
+HINT_POLL = Backoff(0.1, 2.0, jitter=0.0)  # a hinted object not there yet: being created, look soon
 
 
 class NotReadyError(Exception):
@@ -210,8 +211,7 @@ class Reconciler(admission.AdmissionView):
             )
             return
         attempt = self.failures[key] = self.failures.get(key, 0) + 1
-        backoff = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempt - 1))
-        delay = http.retry_after(exc, self.settings.backoff_max) or backoff * (0.8 + 0.4 * random.random())
+        delay = Backoff(self.settings.backoff_base, self.settings.backoff_max).pause(attempt, exc)
         expected = http.transient(exc) or isinstance(exc, NotReadyError)
         self.record("retried" if expected else "failed")
         if expected or isinstance(exc, ApiException):
@@ -233,8 +233,8 @@ class Reconciler(admission.AdmissionView):
             if exc.status != 404:
                 raise
             if time.monotonic() < deadline and self.queue is not None:
-                self.queue.add_after(intent, min(2.0, 0.1 * 2 ** self.failures.get(intent, 0)))
                 self.failures[intent] = self.failures.get(intent, 0) + 1
+                self.queue.add_after(intent, HINT_POLL.pause(self.failures[intent]))
                 return
             self._forget(intent)
             self.record("owner-missing")

@@ -1,6 +1,6 @@
 """The PodGroup writer's requests: the owner chain it walks, the bodies it sends and the merge
-patch that sizes a PodGroup to Kueue's admission (what a failed call means is ``api.transient`` /
-``api.retry_after``, shared with the Event poster)."""
+patch that sizes a PodGroup to Kueue's admission (what a failed call means is ``api.transient``,
+shared with the Event poster; how long to wait after it, ``live.backoff``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import call_json, checked, retry_after, transient
+from webhook.live.api import call_json, checked, transient
 from webhook.live.events import GangEvent, ObjectRef
 from webhook.live.reconcile_view import GangPod, OwnerRef, controller_of
 
@@ -112,4 +112,4 @@ def failure_event(owner: Mapping[str, Any], note: str, episode: str) -> GangEven
     return GangEvent(regarding, None, "PodGroupCreateFailed", "Create", note, episode=episode)
 
 
-__all__ = ["retry_after", "transient"]  # the reconciler's names for them
+__all__ = ["transient"]  # the reconciler's name for it

@@ -97,10 +97,7 @@ class UsageBook:
     def set(self, key: str, use: Use | None) -> bool:
         """Pod ``key`` now uses ``use`` (None: nothing); whether anything changed."""
         before = self.pods.get(key)
-        # Stored untracked (`heap.acyclic`), so the dict of every pod's usage, once the collector
-        # stopped tracking it, stays out of the young generation (a relist's fresh dict needs
-        # no such care: it is walked once and frozen or untracked with its values).
-        kept = None if use is None else heap.acyclic(self._interned(use))
+        kept = None if use is None else self._interned(use)
         if before == kept:
             return False
         if before is not None and self._counts(before):

@@ -3,8 +3,9 @@
 Each kind is listed, then watched from the list's resourceVersion with a server-side timeout
 and a client read timeout (a dead connection cannot hang a watch); a broken watch resumes from
 the last resourceVersion applied, and only a 410 Gone re-lists and replaces the kind wholesale,
-which synthesises the deletions missed meanwhile. Errors back off exponentially. Kueue CRDs
-that are not installed are tolerated and retried, not fatal.
+which synthesises the deletions missed meanwhile. Errors back off exponentially (`live.backoff`,
+honouring ``Retry-After``), starting over once a stream opens. Kueue CRDs that are not installed
+are tolerated and retried, not fatal.
 
 The `Mirror` (``live.mirror``) is the only writer. It keeps parsed objects, and when
 something placement-relevant changed it builds a new immutable `ClusterState` and publishes
@@ -18,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,9 +28,9 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.live.api import checked, retry_after
+from webhook.live.api import checked
+from webhook.live.backoff import Backoff, Retry
 from webhook.live.kinds import Kind, Lister
-from webhook.live.mirror import Mirror
 
 log = logging.getLogger("tasgate.live")
 
@@ -80,6 +80,9 @@ class WatchSettings:
     absent_retry: float = 30.0
 
 
+WATCH_BACKOFF_INITIAL = 0.5  # a break's first retry; `WatchSettings.backoff_max` caps the doubling
+
+
 @dataclass
 class Cursor:
     """Where a kind's watch resumes: the last resourceVersion applied (None: list first)."""
@@ -98,15 +101,16 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
     the kind is unconfirmed all that time.
     """
     lister = kind.lister(api)
-    backoff = 0.5
+    retry = Retry(Backoff(WATCH_BACKOFF_INITIAL, settings.backoff_max))
     cursor = Cursor()
     while True:
+        failure: Exception
         try:
             if cursor.version is None:
                 cursor.version = await _list(lister, kind, mirror, settings)
-                backoff = 0.5
+                retry.reset()
             while await _watch(lister, kind, mirror, settings, cursor):
-                backoff = 0.5
+                retry.reset()
             cursor.version = None  # 410 Gone: re-list at once
             continue
         except ApiException as exc:
@@ -120,18 +124,17 @@ async def run_kind(api: client.ApiClient, kind: Kind, mirror: Sink, settings: Wa
                 continue
             if exc.status == 410:
                 cursor.version = None
-            mirror.disconnected(kind.name)
-            asked = retry_after(exc, settings.backoff_max)  # "storage is (re)initializing": 429, 1 s
-            if asked is not None:
-                backoff = asked
-            log.warning("%s: API error %s %s; retrying in %.1fs", kind.name, exc.status, exc.reason, backoff)
+            # A 429 "storage is (re)initializing" says Retry-After: 1, which the pause honours.
+            failure, why = exc, f"API error {exc.status} {exc.reason}"
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
-            mirror.disconnected(kind.name)
-            log.warning("%s: %s: %s; retrying in %.1fs", kind.name, type(exc).__name__, exc, backoff)
+            failure, why = exc, f"{type(exc).__name__}: {exc}"
+        mirror.disconnected(kind.name)
         if cursor.opened:
-            backoff, cursor.opened = 0.5, False  # the stream had worked: this is a fresh break
-        await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
-        backoff = min(backoff * 2, settings.backoff_max)
+            retry.reset()  # the stream had worked: this is a fresh break
+            cursor.opened = False
+        pause = retry.failed(failure)
+        log.warning("%s: %s; retrying in %.1fs", kind.name, why, pause)
+        await asyncio.sleep(pause)
 
 
 LIST_PAGE = 500  # client-go's reflector pages lists the same way
@@ -221,12 +224,3 @@ async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
             return
         if line.strip():
             yield line
-
-
-def start(
-    api: client.ApiClient, watched: Sequence[Kind], mirror: Mirror, settings: WatchSettings
-) -> list[asyncio.Task[None]]:
-    """One list+watch task per kind, and the mirror's publisher."""
-    tasks = [asyncio.create_task(run_kind(api, k, mirror, settings), name=f"watch-{k.name}") for k in watched]
-    tasks.append(asyncio.create_task(mirror.publish_forever(), name="publish"))
-    return tasks

@@ -1,12 +1,10 @@
-"""``metavalidation.ValidateLabelName``: ``content.IsLabelKey``, whose length errors say "bytes"."""
+"""What ``metavalidation.ValidateLabelName`` says of a label key: ``content.IsLabelKey``'s reasons,
+whose length errors say "bytes" (the rules that call it make their own field errors of them)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-from webhook.model.gosyntax import invalid
-from webhook.wire.errors import FieldError
 
 # --- metavalidation.ValidateLabelName -------------------------------------------------------------
 
@@ -72,8 +70,3 @@ def label_key_errors(value: str) -> list[str]:
             "name part " + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, ("MyName", "my.name", "123-abc"))
         )
     return errs
-
-
-def validate_label_name(value: str, path: str) -> list[FieldError]:
-    """``metavalidation.ValidateLabelName``: one "Invalid value" error per reason."""
-    return [invalid(path, value, msg) for msg in label_key_errors(value)]

@@ -193,13 +193,16 @@ def _reconciler(app: web.Application, api: Any, source: StateSource, events: Eve
 def _lead(
     app: web.Application, api: Any, election: Election, events: EventRecorder, writers: Writers
 ) -> None:
-    """Run the writers (each supervised) while this replica holds the Lease; always, without election."""
+    """Run the writers while this replica holds the Lease; always, without election. Each writer
+    is supervised once, by its own name: spawned, or in the leader's term by ``run_all`` (the
+    election restarts no work of its own: `live.leader`)."""
     supervisor, gauge = app[SUPERVISOR], app[METRICS].leader
-    work = functools.partial(supervisor.run_all, writers)
     if not election.enabled:
         gauge.set(1)
-        supervisor.spawn("writers", work)
+        for name, job in writers.items():
+            supervisor.spawn(name, job)
         return
+    work = functools.partial(supervisor.run_all, writers)
 
     def on_change(leading: bool) -> None:
         events.lead(leading)

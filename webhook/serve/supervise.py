@@ -6,8 +6,8 @@ why. So no task is started bare: each runs under `Supervisor.keep`, which
 
 - logs an unexpected exception once, with its traceback and the task's name;
 - counts it (``on_restart(name)``: ``tasgate_task_restarts_total{task}``);
-- restarts the task after a capped, jittered exponential backoff (a run that lasted
-  ``stable_after`` seconds starts the backoff over);
+- restarts the task after a capped, jittered exponential backoff (`live.backoff`; a run that
+  lasted ``stable_after`` seconds starts the backoff over);
 - names a task that keeps failing (``failing_after`` failures in a row) in `problems`, which
   ``/readyz`` reports.
 
@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from webhook.live.backoff import Backoff, Retry
 
 log = logging.getLogger("tasgate.supervise")
 
@@ -82,29 +83,33 @@ class Supervisor:
             raise
 
     async def _keep(self, name: str, job: Job, health: TaskHealth) -> None:
-        backoff = self.backoff_initial
+        retry = Retry(Backoff(self.backoff_initial, self.backoff_max), stable_after=self.stable_after)
         while True:
-            started = health.running_since = time.monotonic()
+            retry.attempt()
+            health.running_since = time.monotonic()
+            failure: Exception | None = None
             try:
                 await self._run(name, job)
                 error = "returned"
-                log.error("task %s returned (it should run forever); restarting in %.1fs", name, backoff)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"[:300]
-                log.exception("task %s failed; restarting in %.1fs", name, backoff)
-            if time.monotonic() - started >= self.stable_after:
-                backoff, health.failures_in_a_row = self.backoff_initial, 0
+                failure, error = exc, f"{type(exc).__name__}: {exc}"[:300]
+            pause = retry.failed()
+            if failure is None:
+                log.error("task %s returned (it should run forever); restarting in %.1fs", name, pause)
+            else:
+                log.error("task %s failed; restarting in %.1fs", name, pause, exc_info=failure)
             health.restarts += 1
-            health.failures_in_a_row += 1
+            health.failures_in_a_row = retry.failures
             health.last_error, health.running_since = error, None
             self.on_restart(name)
-            await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
-            backoff = min(backoff * 2, self.backoff_max)
+            await asyncio.sleep(pause)
 
     async def run_all(self, jobs: Mapping[str, Job]) -> None:
-        """Run several jobs supervised until cancelled, then cancel them all (a leader's writers)."""
+        """Run several jobs supervised until cancelled, then cancel them all: a leader's writers
+        (``live.leader`` runs this as the work of each term, and restarts nothing itself) or a
+        MultiKueue worker's watches. It never returns nor raises: each job is kept apart."""
         tasks = [asyncio.create_task(self.keep(name, job), name=name) for name, job in jobs.items()]
         try:
             await asyncio.gather(*tasks)

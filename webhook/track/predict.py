@@ -10,7 +10,7 @@ Nothing is injected: the Workload carries the annotations tasgate added at admis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -162,12 +162,3 @@ def _never(v: PodSetVerdict, never: Placement, level: str) -> str:
         f'PodSet "{v.name}" ({v.count} pods) no longer fits any {where}: the largest {where} holds '
         f"{row.max_pods} such pods even when empty ({row.fitting_domains} of {row.domains} could hold it)"
     )
-
-
-def summarize(pod_sets: Sequence[PodSetFigure]) -> str:
-    """Where tasgate would place each PodSet now: ``main: gpu-flavor n0×1 n1×1``."""
-    parts = []
-    for p in pod_sets:
-        hosts = " ".join(f"{h}×{c}" for h, c in sorted(p.hosts.items())) or "no room now"
-        parts.append(f"{p.name}: {p.flavor or 'policy-default'} {hosts}")
-    return "; ".join(parts)
