@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_scorer import LEVELS, synthetic_nodes
 from scorer import IMPLEMENTATION, Cluster
-from webhook.decide.fragmentation import flavor_figures
 from webhook.decide.policy import DEFAULT_GANG_SHAPES, DEFAULT_GPU_RESOURCES
+from webhook.figures.fragmentation import flavor_figures
 from webhook.present.html import render_html
 from webhook.present.stamp import Stamp
 from webhook.present.text import render_text

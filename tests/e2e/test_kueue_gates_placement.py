@@ -5,7 +5,7 @@ build.sh, which reuses bench/kueue_peer's private module copy) is the peer of
 tests/e2e/test_kueue_peer.py with ``--feature-gates`` applied to Kueue's gate set, so the same
 nodes, usage and PodSets go through Kueue's TAS cache, snapshot and
 ``FindTopologyAssignmentsForFlavor`` with the gate flipped. tasgate places the same inputs as its
-verdicts do under those gates (`decide.gate_guard`). The inputs are seeded GPU clusters of 8-300
+verdicts do under those gates (`decide.kueue.gate_guard`). The inputs are seeded GPU clusters of 8-300
 nodes, each with three single-group workloads (test_kueue_peer's gangs: required, preferred,
 unconstrained, implied, sliced, leader+workers) and three two-PodSet workloads whose first PodSet
 is preferred, each placed on the cluster as it is and on the empty one: 3,000 workloads a gate.
@@ -39,7 +39,7 @@ from bench import kueue_peer
 from scorer import Cluster, _reference
 from scorer.model import HOSTNAME_LABEL, Mode, PodSetRequest, TopologyRequest
 from tests.e2e.test_kueue_peer import GPU, LEVELS, Case, Flavor, documents, gang, gpu_cluster
-from webhook.decide.gate_guard import guard_start, placed_request
+from webhook.decide.kueue.gate_guard import guard_start, placed_request
 from webhook.state.kueue_gates import PlacementGates
 
 pytestmark = pytest.mark.e2e

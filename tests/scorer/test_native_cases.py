@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scorer._native_model import NativeRequest, bound_domain, native_engines, place_native
 from scorer.model import Node
+from scorer.native import NativeRequest, bound_domain, native_engines, place_native
 
 TABLE = yaml.safe_load((Path(__file__).parent / "native_cases" / "kube_scheduler_v1.36.5.yaml").read_text())
 ENGINES = sorted(native_engines())

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scorer import _reference_native
-from scorer._native_model import NativeRequest, native_engines, place_native
 from scorer.model import Node, Taint
+from scorer.native import NativeRequest, native_engines, place_native
 from scorer.request import EngineError
 
 compiled = native_engines().get("compiled")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scorer._native_model import NativeRequest, native_engines, place_native
 from scorer.model import Node, Taint
+from scorer.native import NativeRequest, native_engines, place_native
 
 ENGINES = sorted(native_engines())
 GPU = "nvidia.com/gpu"

@@ -1,5 +1,5 @@
 """``tasgate check --worker NAME=DIR``: a MultiKueue gang judged on its worker clusters' dumps
-(issue 37.2), offline, as `decide.multikueue` joins them."""
+(issue 37.2), offline, as `decide.kueue.multikueue` joins them."""
 
 from __future__ import annotations
 

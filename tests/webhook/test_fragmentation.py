@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 from e2e.kueue_scenario import FLAVOR, LEVELS, NODE_POOL, TOPOLOGY, queue_objects
 from e2e.nodes import node_manifest, ready_status
 from tests.webhook.conftest import MANIFESTS, kueue_objects, node, running_pod
-from webhook.decide import fragmentation
-from webhook.decide.fragmentation import (
+from webhook.decide.policy import GangShape, Policy
+from webhook.figures import fragmentation
+from webhook.figures.fragmentation import (
     MAX_DOMAIN_RUNS,
     FlavorFigures,
     ShapeFigure,
     cluster_figures,
     flavor_figures,
 )
-from webhook.decide.policy import GangShape, Policy
 from webhook.files import sample
 from webhook.files.loader import load
 from webhook.files.policy import load_policy

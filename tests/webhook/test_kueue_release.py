@@ -20,8 +20,8 @@ import yaml
 
 from tests.webhook.conftest import RACK, REPO, REQUIRED, job, judge, manifest, manifests
 from tests.webhook.fakeapi import FakeApi
+from webhook.decide.kueue.release import flipped
 from webhook.decide.policy import Policy
-from webhook.decide.release import flipped
 from webhook.files.policy import load_policy
 from webhook.files.sample import sample_objects
 from webhook.files.sources import cluster_state
@@ -47,7 +47,7 @@ V15 = (
     "Kueue v0.15.0 runs here, but tasgate places as Kueue v0.19.2 does: v0.15.0 places unconstrained "
     "and implied-TAS PodSets differently (kueue#8157, fixed in v0.15.1)"
 )
-BALANCED = (  # a gate tasgate does not model: said, and kept from denying (`decide.gate_guard`)
+BALANCED = (  # a gate tasgate does not model: said, and kept from denying (`decide.kueue.gate_guard`)
     "Kueue v0.19.2 runs here with feature gate TASBalancedPlacement=true: tasgate does not model "
     "balanced placement: a preferred-topology PodSet may be placed elsewhere than it says, and no "
     "PodSet placed after one is denied"

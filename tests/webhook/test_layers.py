@@ -41,9 +41,9 @@ def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
         ("webhook/rules/kueue.py", "import logging", "webhook.rules.kueue -> logging"),
         ("webhook/model/podset.py", "import aiohttp", "webhook.model.podset -> aiohttp"),
         (
-            "webhook/decide/inject.py",
+            "webhook/decide/kueue/inject.py",
             "from webhook.serve import keys",
-            "webhook.decide.inject -> webhook.serve",
+            "webhook.decide.kueue.inject -> webhook.serve",
         ),
         (
             "webhook/state/cluster.py",
@@ -58,9 +58,37 @@ def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
             "webhook.present.text -> webhook.files",
         ),
         (
-            "webhook/decide/fragmentation.py",
+            "webhook/figures/fragmentation.py",
             "from webhook.present import text",
-            "webhook.decide.fragmentation -> webhook.present",
+            "webhook.figures.fragmentation -> webhook.present",
+        ),
+        # The scheduling backends are independent: the native one may not reach into Kueue's.
+        (
+            "webhook/decide/native/judge.py",
+            "from webhook.decide.kueue import topology",
+            "webhook.decide.native.judge -> webhook.decide.kueue.topology",
+        ),
+        (
+            "webhook/decide/kueue/scoring.py",
+            "from webhook.decide.native import ports",
+            "webhook.decide.kueue.scoring -> webhook.decide.native.ports",
+        ),
+        # Gang backends too, and the decision never reads the figures (they read it).
+        (
+            "webhook/decide/gangs/volcano.py",
+            "from webhook.decide.gangs import coscheduling",
+            "webhook.decide.gangs.volcano -> webhook.decide.gangs.coscheduling",
+        ),
+        (
+            "webhook/decide/kueue/mustwait.py",
+            "from webhook.figures import waiting",
+            "webhook.decide.kueue.mustwait -> webhook.figures.waiting",
+        ),
+        # The scorer only through its public modules.
+        (
+            "webhook/decide/native/judge.py",
+            "from scorer import _reference_native",
+            "webhook.decide.native.judge -> scorer._reference_native",
         ),
     ],
 )

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from tests.webhook.conftest import GPU, RACK, REQUIRED, job, tasgate
-from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import GangShape, Policy
+from webhook.figures.fragmentation import cluster_figures
 from webhook.files.sample import sample_objects
 from webhook.state.cluster import build_state
 

@@ -1,5 +1,5 @@
 """tasgate makes the native gang of a workload the Job controller makes none of
-(``decide.native_create``): the patch pointing its templates at the PodGroup, the Workload and
+(``decide.native.create``): the patch pointing its templates at the PodGroup, the Workload and
 PodGroup handed to the reconciler, and the verdict of a Workload of that shape.
 
 The cluster is the captured v1.36.5 one (``tests/fixtures/native/state.yaml``, 16/20/12/22 GPUs
@@ -18,7 +18,7 @@ import pytest
 from webhook.cli.check import Result
 from webhook.cli.render import render
 from webhook.decide.decision import decide
-from webhook.decide.native_create import native_objects
+from webhook.decide.native.create import native_objects
 from webhook.decide.patch import MapEntry, added_keys, apply_entries, build_patch
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason

@@ -17,7 +17,7 @@ import pytest
 
 from tests.webhook.test_native import BASE, _submitted
 from webhook.decide.decision import decide
-from webhook.decide.native_ports import host_ports, one_per_node
+from webhook.decide.native.ports import host_ports, one_per_node
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, Review

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from tests.webhook.conftest import GPU, RACK, REQUIRED, judge, policy, rule, tasgate
-from webhook.decide import gang
+from webhook.decide.gangs import plan as gang
 from webhook.decide.policy import Policy
 from webhook.state.cluster import ClusterState
 

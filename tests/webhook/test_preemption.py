@@ -23,7 +23,7 @@ from tests.webhook.quota_world import (
     resources,
     state,
 )
-from webhook.decide.preemption import Preemption, ordered, victims_warning, without
+from webhook.decide.kueue.preemption import Preemption, ordered, victims_warning, without
 from webhook.state.cluster import ClusterState
 from webhook.state.priorities import PriorityClasses, charged_priority, workload_priority
 from webhook.state.quota_usage import QuotaCharge, quota_charge

@@ -21,7 +21,7 @@ from tests.webhook.quota_world import (
     resources,
     state,
 )
-from webhook.decide.quota_text import waits_for_quota
+from webhook.decide.kueue.quota_text import waits_for_quota
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import parse_cluster_queue, parse_cohort
 from webhook.state.quota_tree import QuotaTree, available, borrowing_height, potential_available

@@ -19,9 +19,9 @@ import pytest
 from tests.webhook.chromium import Drawn, draw, rgb
 from tests.webhook.topology_world import block_job, world_state
 from webhook.decide.decision import decide
-from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.verdicts import Review
-from webhook.decide.waiting import waiting_gang
+from webhook.figures.fragmentation import cluster_figures
+from webhook.figures.waiting import waiting_gang
 from webhook.files.policy import load_policy
 from webhook.present.collapse import EXTREMES, SHOW_ALL
 from webhook.present.html import CLOSEST, render_html

@@ -18,8 +18,8 @@ from webhook.decide.decision import decide
 from webhook.decide.messages import plural
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
-from webhook.decide.report import decision_json
 from webhook.decide.verdicts import Decision, Review
+from webhook.figures.report import decision_json
 from webhook.files.loader import Document, LoadFailure
 from webhook.state.cluster import ClusterState
 from webhook.state.native import with_applied

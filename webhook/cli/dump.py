@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.live.kinds import POD_GROUPS, VOLCANO_POD_GROUPS, Kind, kinds
+from webhook.live.kinds import GANG_CRD_KINDS, Kind, kinds
 from webhook.live.native_kinds import native_kinds
 
-LIVE_ONLY = frozenset({POD_GROUPS, VOLCANO_POD_GROUPS})
+LIVE_ONLY = GANG_CRD_KINDS
 NATIVE = "native"
 # An optional API group -> (the dump file's name, when its command is needed).
 SOURCES = {

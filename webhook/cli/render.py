@@ -1,6 +1,6 @@
 """`tasgate check`'s text output: one block per workload, columns that say what they count.
 
-Its facts are the JSON report's (``decide.report``): "fits now" is whether the PodSet can start
+Its facts are the JSON report's (``figures.report``): "fits now" is whether the PodSet can start
 now, and when quota in use holds the workload back it says so beside whether the topology has
 room, as ``fitsNow``/``topologyFitsNow``/``quotaNow`` do; a podset group's leader names the
 PodSet its figures belong to instead of printing them as its own.
@@ -13,11 +13,11 @@ from typing import Any
 
 from scorer.model import Mode, Placement
 from webhook.cli.check import Result, summary_line
-from webhook.decide.gang import partial_minimum
+from webhook.decide.gangs.plan import partial_minimum
 from webhook.decide.messages import plural, short_level
 from webhook.decide.patch import added_keys
-from webhook.decide.report import field_errors, fits_now, group_partners, levels_json, quota_held
 from webhook.decide.verdicts import Decision, PodSetVerdict
+from webhook.figures.report import field_errors, fits_now, group_partners, levels_json, quota_held
 from webhook.model.quantity import format_quantity
 
 VERDICT = {"admitted": "ADMITTED", "waits": "WAITS", "denied": "DENIED", "not-checked": "NOT CHECKED"}

@@ -53,7 +53,7 @@ def state_for(refs: Sequence[str] | None, kubeconfig: str | None, context: str |
 
 
 def with_workers(state: ClusterState, workers: Sequence[str]) -> ClusterState:
-    """``state`` with the MultiKueue worker clusters ``NAME=FILE|DIR`` (`decide.multikueue`)."""
+    """``state`` with the MultiKueue worker clusters ``NAME=FILE|DIR`` (`decide.kueue.multikueue`)."""
     found: dict[str, ClusterState] = {}
     for given in workers:
         name, sep, where = given.partition("=")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from webhook.cli import check
-from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import Policy
-from webhook.decide.waiting import WaitingGang, waiting_gang
+from webhook.figures.fragmentation import cluster_figures
+from webhook.figures.waiting import WaitingGang, waiting_gang
 from webhook.files.loader import Document, LoadFailure
 from webhook.present.html import render_html
 from webhook.present.stamp import Stamp

@@ -10,7 +10,7 @@ With ``--live``, ``--kubeconfig`` or ``--context`` (kubectl's ``serverVersion``)
 Kueue the cluster runs and with which feature gates, read from the very objects live mode reads
 for them (Kueue's controller Deployment and Configuration ConfigMap, `state.kueue_release`), and
 the one line each verdict would carry when they differ from what tasgate is proven against
-(`decide.release`), so an operator sees before any review which gates tasgate follows.
+(`decide.kueue.release`), so an operator sees before any review which gates tasgate follows.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 from scorer import IMPLEMENTATION
 from webhook.cli.options import add_kubeconfig_arguments, live_kubeconfig
 from webhook.cli.sources import list_kinds
-from webhook.decide.release import flipped, release_warning
+from webhook.decide.kueue.release import flipped, release_warning
 from webhook.live.kinds import CONFIG_MAPS, DEPLOYMENTS, kinds
 from webhook.state.cluster import build_state
 from webhook.state.kueue_release import KueueRelease

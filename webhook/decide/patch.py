@@ -5,7 +5,7 @@ a template's metadata, or (the native backend) ``schedulingGroup`` on a template
 Entries already present are left alone, so running the decision on its own output yields
 no patch (mutating webhooks may be reinvoked). One key is ever removed (``Removal``): Kueue's
 ``pod-index-offset``, which its webhook writes only while no group name is set and which a
-group name tasgate adds would otherwise count twice (`decide.inject`).
+group name tasgate adds would otherwise count twice (`decide.kueue.inject`).
 """
 
 from __future__ import annotations

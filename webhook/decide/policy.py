@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from webhook.decide.gangs import GANG_BACKENDS
+
 API_VERSION = "tasgate.io/v1alpha1"
 KIND = "AdmissionPolicy"
 DEFAULT_GPU_RESOURCES = (
@@ -24,7 +26,7 @@ DEFAULT_GPU_RESOURCES = (
 # to make; anyone else who unsuspends a queued workload is judged.
 KUEUE_USERS = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
 MODES = ("required", "preferred", "none")
-BACKENDS = ("coscheduling", "volcano", "native", "none")
+BACKENDS = (*GANG_BACKENDS, "native", "none")  # the gang backends (`decide.gangs`), native, none
 TIGHTEST = "tightest"
 PARTIAL_START_AFTER = 300.0  # seconds some pods may run while the rest stay Pending (lifecycle)
 MAX_GANG_SHAPES = 16  # each shape is one placement per flavor per state generation

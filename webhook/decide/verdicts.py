@@ -46,7 +46,7 @@ class PodSetVerdict:
     min_count: int | None = None
     admitted: int | None = None
     admissible: int | None = None
-    # Kueue's reason when the topology fits now but the quota free now does not (`decide.flavors`).
+    # Kueue's reason when the topology fits now but the quota free now does not (`decide.kueue.flavors`).
     quota: str = ""
     # The native backend's figures (kube-scheduler PodGroup cycle): every domain's scores.
     native: Mapping[str, Any] | None = None
@@ -115,3 +115,34 @@ def revised(decision: Decision, **changes: Any) -> Decision:
     new = object.__new__(Decision)
     new.__dict__.update(decision.__dict__, **changes)
     return new
+
+
+def first_decision(review: Review, generation: int) -> Decision:
+    """What every verdict starts from: the object's identity (a name or generateName), allowed,
+    reason not-a-workload, until a backend says more."""
+    obj = review.obj
+    raw_meta = obj.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    return Decision(
+        api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")),
+        namespace=str(meta.get("namespace") or review.namespace),
+        name=str(meta.get("name") or meta.get("generateName") or ""),
+        allowed=True,
+        reason=Reason.NOT_A_WORKLOAD,
+        generation=generation,
+    )
+
+
+def deny(base: Decision, reason: Reason, message: str) -> Decision:
+    return revised(base, allowed=False, reason=reason, message=message, audit=verdict_audit(False, reason))
+
+
+def with_reason(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
+    warnings = (*base.warnings, *warnings)
+    return revised(base, reason=reason, warnings=warnings, audit=verdict_audit(True, reason))
+
+
+def verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:
+    """``decision`` is allow/deny everywhere (audit line, annotations, JSON); ``reason`` the code."""
+    return {"decision": "allow" if allowed else "deny", "reason": reason.value}

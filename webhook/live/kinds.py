@@ -13,13 +13,14 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from webhook.decide.gangs import GANG_BACKENDS
 from webhook.state.kueue_manager import SELECTOR as KUEUE_SELECTOR
 
 LIVE_POD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 KUEUE = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
-COSCHEDULING, VOLCANO = "scheduling.x-k8s.io/v1alpha1", "scheduling.volcano.sh/v1beta1"
-POD_GROUPS, VOLCANO_POD_GROUPS = "podgroups", "volcanopodgroups"
+# The kinds that only say whether each gang backend's PodGroup CRD is served (`decide.gangs`).
+GANG_CRD_KINDS = frozenset(b.served_kind for b in GANG_BACKENDS.values())
 DEPLOYMENTS, CONFIG_MAPS = "deployments", "configmaps"  # Kueue's own, by label (`KUEUE_SELECTOR`)
 TRAINER_GROUP, TRAINER_VERSION = "trainer.kubeflow.org", "v1alpha1"
 TRAINER = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
@@ -138,17 +139,11 @@ def kinds() -> list[Kind]:
             trainer("clustertrainingruntimes"),
             True,
         ),
-        # Whether the gang backends' PodGroup CRDs are served: labels that name a PodGroup that
-        # cannot exist leave pods unscheduled forever.
-        Kind(
-            POD_GROUPS, COSCHEDULING, "PodGroup", custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"), True
-        ),
-        Kind(
-            VOLCANO_POD_GROUPS,
-            VOLCANO,
-            "PodGroup",
-            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
-            True,
+        # Whether each gang backend's PodGroup CRD is served (`decide.gangs`): labels that name a
+        # PodGroup that cannot exist leave pods unscheduled forever.
+        *(
+            Kind(b.served_kind, b.api_version, "PodGroup", custom(b.group, b.version, "podgroups"), True)
+            for b in GANG_BACKENDS.values()
         ),
         # The Kueue release and feature gates the verdicts are for (`state.kueue_release`): its
         # controller Deployment and Configuration ConfigMap, by the label Kueue's manifests set.

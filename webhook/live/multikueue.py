@@ -4,7 +4,7 @@ Kueue's manager reaches each worker through a ``MultiKueueCluster``: a kubeconfi
 Kueue's own namespace (key ``kubeconfig``), or a file path on the Kueue pod. tasgate reads the
 same objects and Secrets, and keeps one live state per worker, built by the same watches and
 `Mirror` as its own. The manager's published state carries them (``ClusterState.workers``), so
-a MultiKueue gang is judged where Kueue dispatches it (`decide.multikueue`).
+a MultiKueue gang is judged where Kueue dispatches it (`decide.kueue.multikueue`).
 
 A worker tasgate cannot judge on now is *unreached* (``ClusterState.unreached``, with why): no
 state loaded yet, a state older than the staleness bound, a kubeconfig it cannot read (a path on

@@ -16,6 +16,7 @@ from typing import Any
 
 from scorer.model import Node
 from webhook.live import native
+from webhook.live.kinds import GANG_CRD_KINDS
 from webhook.live.usage import Assigned, Use
 from webhook.state import kueue_manager
 from webhook.state.fields import metadata
@@ -32,7 +33,7 @@ SLIM_KINDS = frozenset({"deployments", "configmaps"})
 # are served (PodGroups): their objects are never kept whole. Memory is then bound by nodes and
 # pods parsed, not by what the API server sends (a Pod object is kilobytes; its usage is a few
 # integers).
-NOT_KEPT = frozenset({"nodes", "pods", "workloads", "podgroups", "volcanopodgroups", *native.KINDS})
+NOT_KEPT = frozenset({"nodes", "pods", "workloads", *GANG_CRD_KINDS, *native.KINDS})
 
 
 # Kinds whose status the state never reads. Kueue writes a ClusterQueue's and a LocalQueue's

@@ -4,8 +4,8 @@ Kueue may admit a batch Job with ``kueue.x-k8s.io/job-min-parallelism`` (its Wor
 ``spec.podSets[].minCount``) with fewer pods than it asks for: the Workload's
 ``status.admission.podSetAssignments[].count``, and the Job then runs that many (Kueue sets its
 ``parallelism``). A PodGroup whose minMember counts every pod of the Job waits forever for pods
-that are never made. So the decision path marks such a PodGroup (``decide.gang.PARTIAL_MINIMUM``:
-Kueue's minimum) and the reconciler writes it sized (``decide.gang.resized``) to:
+that are never made. So the decision path marks such a PodGroup (``decide.gangs.plan.PARTIAL_MINIMUM``:
+Kueue's minimum) and the reconciler writes it sized (``decide.gangs.plan.resized``) to:
 
 - **the admitted count**, once the Workload's admission is known (its controller owner is the job);
 - **Kueue's minimum until then.** The reconciler makes PodGroups before admission (the review's
@@ -39,13 +39,12 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.decide.gang import partial_minimum, resized
+from webhook.decide.gangs import GANG_BACKENDS
+from webhook.decide.gangs.plan import partial_minimum, resized
 from webhook.live import reconcile_native as native
 from webhook.live import reconcile_view as view
 from webhook.live.api import call_json
-from webhook.live.kinds import COSCHEDULING, VOLCANO
 from webhook.live.reconcile_http import MANAGED_BY, merge_patch, object_path
-from webhook.model.annotations import COSCHEDULING_LABEL, VOLCANO_GROUP_ANNOTATION
 from webhook.state.admission import condition_true
 
 log = logging.getLogger("tasgate.podgroups")
@@ -86,14 +85,12 @@ def parse_workload(obj: Mapping[str, Any]) -> Elastic | None:
 
 
 def _named(meta: Mapping[str, Any], namespace: str) -> tuple[view.Target, ...]:
-    """The Coscheduling and Volcano PodGroups a pod made from this template joins."""
+    """The PodGroups of each gang backend (`decide.gangs`) a pod made from this template joins."""
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    found = []
-    if isinstance(labels, Mapping) and labels.get(COSCHEDULING_LABEL):
-        found.append(view.Target(COSCHEDULING, namespace, str(labels[COSCHEDULING_LABEL])))
-    if isinstance(annotations, Mapping) and annotations.get(VOLCANO_GROUP_ANNOTATION):
-        found.append(view.Target(VOLCANO, namespace, str(annotations[VOLCANO_GROUP_ANNOTATION])))
-    return tuple(found)
+    if not isinstance(labels, Mapping) or not isinstance(annotations, Mapping):
+        return ()
+    marks = ((b.api_version, b.marked(labels, annotations)) for b in GANG_BACKENDS.values())
+    return tuple(view.Target(api, namespace, name) for api, name in marks if name)
 
 
 def _admitted(obj: Mapping[str, Any], pod_set: str) -> int | None:

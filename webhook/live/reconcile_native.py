@@ -1,4 +1,4 @@
-"""The native v1.36 gangs tasgate makes (``decide.native_create``), reconciled as the PodGroups of
+"""The native v1.36 gangs tasgate makes (``decide.native.create``), reconciled as the PodGroups of
 the other backends are: level-triggered from the pods that need them.
 
 A pod whose ``spec.schedulingGroup`` names a PodGroup that does not exist is never scheduled

@@ -28,15 +28,16 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from webhook.live.kinds import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
-from webhook.model.annotations import COSCHEDULING_LABEL, VOLCANO_GROUP_ANNOTATION
+from webhook.decide.gangs import GANG_BACKENDS, by_api_version
+from webhook.live.kinds import KUEUE, Kind, custom_lister
+from webhook.model.annotations import COSCHEDULING_LABEL
 from webhook.track.records import PODSET_LABEL
 
 PODS, GANG_PODS, WORKLOADS = "reconcile-pods", "reconcile-gang-pods", "reconcile-workloads"
 # Two pod watches, as one label selector cannot say "either": the pods Kueue admitted (both
 # backends), and every pod labelled for Coscheduling (gangs that name no Kueue queue too).
 POD_KINDS = {PODS: PODSET_LABEL, GANG_PODS: COSCHEDULING_LABEL}
-GROUP_KINDS = {"reconcile-podgroups": COSCHEDULING, "reconcile-volcanopodgroups": VOLCANO}
+GROUP_KINDS = {f"reconcile-{b.served_kind}": b.api_version for b in GANG_BACKENDS.values()}
 LIVE_PHASES = "status.phase!=Succeeded,status.phase!=Failed"
 PodKey = tuple[str, str]
 
@@ -102,12 +103,11 @@ def parse_pod(obj: Mapping[str, Any]) -> GangPod | None:
         return None
     namespace = str(meta.get("namespace") or "")
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    if labels.get(COSCHEDULING_LABEL):
-        target = Target(COSCHEDULING, namespace, str(labels[COSCHEDULING_LABEL]))
-    elif annotations.get(VOLCANO_GROUP_ANNOTATION):
-        target = Target(VOLCANO, namespace, str(annotations[VOLCANO_GROUP_ANNOTATION]))
-    else:
+    marks = ((b.api_version, b.marked(labels, annotations)) for b in GANG_BACKENDS.values())
+    found = next(((api, name) for api, name in marks if name), None)
+    if found is None:
         return None
+    target = Target(found[0], namespace, found[1])
     return GangPod(
         namespace, str(meta.get("name") or ""), str(meta.get("uid") or ""), target, controller_of(obj)
     )
@@ -118,7 +118,8 @@ def carries(obj: Any, pod_group: Mapping[str, Any], depth: int = 12) -> bool:
     Volcano, annotations) name it. A PodGroup nobody joins is never made: a Volcano one would
     hold its ``minResources`` of the queue."""
     name = (pod_group.get("metadata") or {}).get("name")
-    mark = COSCHEDULING_LABEL if pod_group.get("apiVersion") == COSCHEDULING else VOLCANO_GROUP_ANNOTATION
+    backend = by_api_version(str(pod_group.get("apiVersion", "")))
+    mark = backend.mark_key if backend is not None else ""
     if depth == 0 or not name:
         return False
     if isinstance(obj, Mapping):

@@ -11,12 +11,15 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from webhook.live.kinds import COSCHEDULING, KUEUE, VOLCANO, Kind, custom_lister
+from webhook.decide.gangs import GANG_BACKENDS
+from webhook.live.kinds import KUEUE, Kind, custom_lister
 from webhook.model.workloads.native import NATIVE_API
 from webhook.track.records import PODSET_LABEL
 
 WORKLOADS, GANG_PODS = "workloads", "gang-pods"
-GANG_PODGROUPS, GANG_VOLCANO_PODGROUPS = "gang-podgroups", "gang-volcanopodgroups"
+# One watch of each gang backend's PodGroups (`decide.gangs`), named after the Mirror's kind.
+GANG_GROUP_KINDS = {f"gang-{b.served_kind}": b for b in GANG_BACKENDS.values()}
+GANG_PODGROUPS = f"gang-{GANG_BACKENDS['coscheduling'].served_kind}"  # Coscheduling's
 # Native v1.36 PodGroups (their pods come from the Mirror's own watches: ``live.native``).
 GANG_NATIVE_PODGROUPS = "gang-nativepodgroups"
 WORKLOAD_API = f"{KUEUE}/v1beta2"
@@ -33,19 +36,9 @@ def tracked_kinds() -> list[Kind]:
     return [
         Kind(WORKLOADS, WORKLOAD_API, "Workload", custom(KUEUE, "v1beta2", "workloads"), True),
         Kind(GANG_PODS, "v1", "Pod", pods, kwargs={"label_selector": PODSET_LABEL}),
-        Kind(
-            GANG_PODGROUPS,
-            COSCHEDULING,
-            "PodGroup",
-            custom("scheduling.x-k8s.io", "v1alpha1", "podgroups"),
-            True,
-        ),
-        Kind(
-            GANG_VOLCANO_PODGROUPS,
-            VOLCANO,
-            "PodGroup",
-            custom("scheduling.volcano.sh", "v1beta1", "podgroups"),
-            True,
+        *(
+            Kind(name, b.api_version, "PodGroup", custom(b.group, b.version, "podgroups"), True)
+            for name, b in GANG_GROUP_KINDS.items()
         ),
         Kind(
             GANG_NATIVE_PODGROUPS,
@@ -65,4 +58,4 @@ def ledger_table(kind: str) -> str:
         return "pods"
     if kind == GANG_NATIVE_PODGROUPS:
         return "nativepodgroups"
-    return "volcanopodgroups" if kind == GANG_VOLCANO_PODGROUPS else "podgroups"
+    return GANG_GROUP_KINDS[kind].served_kind

@@ -15,8 +15,8 @@ import heapq
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from webhook.decide.fragmentation import DomainFigure, FlavorFigures
 from webhook.decide.messages import short_level
+from webhook.figures.fragmentation import DomainFigure, FlavorFigures
 from webhook.present.order import path_key
 
 SHOW_ALL = 64  # a level with at most this many domains is shown whole

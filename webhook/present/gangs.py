@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from webhook.decide.fragmentation import FlavorFigures
 from webhook.decide.messages import room, short_level
-from webhook.decide.waiting import WaitingGang, WaitingPodSet
+from webhook.figures.fragmentation import FlavorFigures
+from webhook.figures.waiting import WaitingGang, WaitingPodSet
 from webhook.present.order import path_key
 
 Path = tuple[str, ...]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from webhook.decide.fragmentation import FlavorFigures
-from webhook.decide.waiting import WaitingGang
+from webhook.figures.fragmentation import FlavorFigures
+from webhook.figures.waiting import WaitingGang
 from webhook.present.collapse import collapse
 from webhook.present.gangs import (
     closest,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.decide.fragmentation import DomainFigure
+from webhook.figures.fragmentation import DomainFigure
 from webhook.present.collapse import Hidden, Shown
 
 PAD = 8  # inside a box, around its children

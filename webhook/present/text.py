@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from webhook.decide.fragmentation import DomainFigure, FlavorFigures
-from webhook.decide.waiting import WaitingGang
+from webhook.figures.fragmentation import DomainFigure, FlavorFigures
+from webhook.figures.waiting import WaitingGang
 from webhook.present.collapse import Shown, collapse
 from webhook.present.gangs import flavor_of, keep_paths, needs_text, now_text, numbered, once_text
 from webhook.present.stamp import Stamp

@@ -15,11 +15,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from scorer.model import DomainAssignment
+from webhook.decide.kueue.mustwait import MustWait
 from webhook.decide.messages import request_summary
-from webhook.decide.mustwait import MustWait
 from webhook.decide.policy import DEFAULT_GPU_RESOURCES
 from webhook.decide.verdicts import Decision
-from webhook.decide.waiting import WaitingGang, WaitingPodSet, waiting_gang
+from webhook.figures.waiting import WaitingGang, WaitingPodSet, waiting_gang
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from aiohttp import web
 
 import scorer
 from webhook.decide.decision import decide
+from webhook.decide.kueue.topology import default_snapshot_levels
 from webhook.decide.policy import Policy
-from webhook.decide.topology import default_snapshot_levels
 from webhook.decide.verdicts import Review
 from webhook.live import heartbeat, leader, tracker, watch
 from webhook.live.api import api_client, api_client_from

@@ -7,7 +7,7 @@ state holds, the known workload kinds, fixed endpoints and operations, else "oth
 Request metrics are updated per review, decisions once per API request (``count_review``);
 topology gauges are computed on scrape from the current cluster state, once per state generation
 (and policy: the gang shapes are the policy's). The fragmentation figures come from
-``decide.fragmentation``: free accelerators per domain, and for each gang shape how many gangs the
+``figures.fragmentation``: free accelerators per domain, and for each gang shape how many gangs the
 best domain of a level holds and how many domains hold one.
 """
 
@@ -24,8 +24,8 @@ from prometheus_client.registry import Collector
 import scorer
 from scorer.request import Engine
 from scorer.tree import Tree
-from webhook.decide.fragmentation import FlavorFigures, domain_sums, flavor_figures, tas_flavors
 from webhook.decide.policy import DEFAULT_GANG_SHAPES, DEFAULT_GPU_RESOURCES, Policy
+from webhook.figures.fragmentation import FlavorFigures, domain_sums, flavor_figures, tas_flavors
 from webhook.serve.timed_engine import TimedEngine
 from webhook.state.cluster import ClusterState
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from aiohttp import web
 
 import scorer
-from webhook.decide.release import release_warning
+from webhook.decide.kueue.release import release_warning
 from webhook.serve.keys import RELOADER, RUNTIME, SETTINGS, STATE, SUPERVISOR, main_app
 from webhook.serve.live_tasks import STANDING
 

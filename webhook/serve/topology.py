@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from webhook.decide.fragmentation import cluster_figures
 from webhook.decide.policy import Policy
+from webhook.figures.fragmentation import cluster_figures
 from webhook.present.html import render_html
 from webhook.present.running import with_running
 from webhook.present.stamp import Stamp

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection
 
-from webhook.decide.waiting import WaitingGang
+from webhook.figures.waiting import WaitingGang
 from webhook.serve.brief import Brief
 
 LIMIT = 50

@@ -68,12 +68,12 @@ class ClusterState:
     assigned: tuple[AssignedUse, ...] = ()
     # Admitted Workloads' quota usage in their ClusterQueues (`state.quota_usage`).
     charges: tuple[QuotaCharge, ...] = ()
-    # Objects left out because tasgate cannot use them (malformed), sorted; `decide.depends`
+    # Objects left out because tasgate cannot use them (malformed), sorted; `decide.kueue.depends`
     # answers "not checked" for a workload whose verdict depends on one of them.
     rejected: tuple[Rejected, ...] = ()
     # Native gang objects (scheduling.k8s.io/v1alpha2) and the Jobs they stand for (`state.native`).
     native: NativeIndex = field(default_factory=NativeIndex)
-    # MultiKueue worker clusters by name, each its own state (`decide.multikueue`); empty: unknown.
+    # MultiKueue worker clusters by name, each its own state (`decide.kueue.multikueue`); empty: unknown.
     workers: Mapping[str, ClusterState] = field(default_factory=dict)
     # Worker clusters tasgate watches but cannot judge on now, and why (live mode,
     # `live.multikueue`): no state yet, a stale one, a kubeconfig it cannot read.

@@ -11,7 +11,7 @@ Kueue v0.19.2 also refuses to start with some sets (``pkg/config/validation.go:
 LoadAndValidateFeatureGates``, exit 1 "conflicting feature gates detected"): every TAS gate that is
 on needs ``TopologyAwareScheduling``, so turning TAS off alone stops Kueue. `refusals` names those
 errors in Kueue's words and order; a Kueue that does not start places nothing, so tasgate then
-judges with the defaults and says why (`decide.release`). Only the TAS rules are modelled, and only
+judges with the defaults and says why (`decide.kueue.release`). Only the TAS rules are modelled, and only
 for v0.19.2: another release's rules are not measured.
 """
 

@@ -2,9 +2,9 @@
 
 The one place that names them: the scorer, the rules and the decision path reproduce Kueue
 v0.19.2's Go code (the fidelity suite, `make e2e`, runs that very release), and a cluster whose
-Kueue or gates differ is told so on every TAS verdict (`decide.release`). The verdicts follow the
+Kueue or gates differ is told so on every TAS verdict (`decide.kueue.release`). The verdicts follow the
 placement gates the cluster's Kueue runs with (`state.kueue_gates`): four reproduced, two guarded
-against a denial they could lift (`decide.gate_guard`). A test holds
+against a denial they could lift (`decide.kueue.gate_guard`). A test holds
 ``PROVEN_RELEASE`` to the release the end-to-end suite pins (``e2e/tools/kueue/go.mod``).
 
 ``PLACEMENT_GATES`` are the gates that change what Kueue's TAS places, with their defaults as

@@ -2,7 +2,7 @@
 
 Kueue's TAS answers differ between releases and gates (docs/design.md, "Kueue compatibility"),
 so a verdict says when the cluster's Kueue is not the one tasgate is proven against
-(`state.kueue_proven`, `decide.release`). The release is read from Kueue's own controller
+(`state.kueue_proven`, `decide.kueue.release`). The release is read from Kueue's own controller
 Deployment and Configuration ConfigMap (`state.kueue_manager` reads them), in live mode and
 from dumps alike. What cannot be read is "unknown", never a guess: a verdict then carries no
 warning, and whatever reports the release says ``unknown``. The placement gates verdicts follow

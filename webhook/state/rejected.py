@@ -2,7 +2,7 @@
 
 One malformed object (a quota that is not a quantity, labels that are not a map) must never
 stop the state: it is left out alone, and recorded as a `Rejected` on the state, so that the
-verdicts depending on it can say "not checked" (`decide.depends`), `tasgate status` and the
+verdicts depending on it can say "not checked" (`decide.kueue.depends`), `tasgate status` and the
 metrics can show it, and the live writer can log it once. Pure: values in, values out.
 """
 

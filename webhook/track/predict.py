@@ -17,10 +17,10 @@ from typing import Any
 
 from scorer.model import Placement
 from webhook.decide import messages
-from webhook.decide.mustwait import must_wait
+from webhook.decide.kueue.mustwait import must_wait
+from webhook.decide.kueue.scoring import score_flavors
+from webhook.decide.kueue.topology import resolve, with_levels
 from webhook.decide.policy import Policy
-from webhook.decide.scoring import score_flavors
-from webhook.decide.topology import resolve, with_levels
 from webhook.decide.verdicts import PodSetVerdict
 from webhook.model.paths import field_path
 from webhook.model.podrequests import PodDefaults, pod_requests

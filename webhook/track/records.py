@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.decide.gangs import GANG_BACKENDS, by_api_version
 from webhook.track.admission import PodSetAdmission, workload_admission
 from webhook.track.fields import clip as _clip
 from webhook.track.fields import int_of as _int
@@ -21,8 +22,6 @@ from webhook.track.fields import timestamp
 
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # Kueue's TAS annotation on the pods it admits
 PODSET_LABEL = "kueue.x-k8s.io/podset"  # on every pod of an admitted Workload (its PodSet name)
-COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"  # a JobSet's pods are owned by its Jobs
 
 
@@ -214,7 +213,7 @@ def parse_pod(obj: Mapping[str, Any]) -> PodRecord:
     scheduled = found.get("PodScheduled", {})
     ready = next((found[k] for k in ("ContainersReady", "Ready") if _true(found.get(k))), {})
     waiting = _clip(scheduled.get("message")) if scheduled.get("status") == "False" else ""
-    group = labels.get(COSCHEDULING_LABEL) or annotations.get(VOLCANO_ANNOTATION)
+    group = next((g for b in GANG_BACKENDS.values() if (g := b.marked(labels, annotations))), None)
     return PodRecord(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -267,9 +266,8 @@ def _requests(pod_sets: list[Any]) -> dict[str, tuple[str, str]]:
 
 def parse_pod_group(obj: Mapping[str, Any]) -> PodGroupRecord:
     meta, spec, status = _map(obj.get("metadata")), _map(obj.get("spec")), _map(obj.get("status"))
-    backend = (
-        "volcano" if str(obj.get("apiVersion", "")).startswith("scheduling.volcano.sh/") else "coscheduling"
-    )
+    found = by_api_version(str(obj.get("apiVersion", "")))
+    backend = found.name if found is not None else "coscheduling"
     return PodGroupRecord(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),

@@ -18,16 +18,16 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from webhook.decide.gangs import GANG_BACKENDS
+from webhook.decide.gangs.base import GangBackend
 from webhook.decide.patch import Entry
 from webhook.decide.policy import Gang
-from webhook.decide.slices import has_leftover_slices
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView, WorkloadView
 from webhook.model.quantity import canonical, format_quantity, parse_quantity
 from webhook.model.workloads import PodSetTemplate, WorkloadPodSets
+from webhook.rules.tasgate import leftover_slices
 
-COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
-VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 MAX_NAME = 63  # the name is also the Coscheduling label's value, which Kubernetes caps at 63
 # On a PodGroup whose pods Kueue may admit partially: the fewest Kueue admits. Its minMember and
 # minResources follow the admitted count (the full count is what the decision lists).
@@ -75,14 +75,8 @@ def gang_entries(view: WorkloadView, gang: Gang | None, name: str) -> list[Entry
         or _any_gang_mark(view.pod_sets)
     ):
         return []
-    entries = []
-    for p in members(wl):
-        meta = (*p.template_path, "metadata")
-        if gang.backend == "coscheduling":
-            entries.append(Entry((*meta, "labels"), ann.COSCHEDULING_LABEL, name))
-        else:
-            entries.append(Entry((*meta, "annotations"), ann.VOLCANO_GROUP_ANNOTATION, name))
-    return entries
+    backend = GANG_BACKENDS[gang.backend]
+    return [backend.entry(p.template_path, name) for p in members(wl)]
 
 
 def pod_groups(
@@ -92,7 +86,8 @@ def pod_groups(
     wl = view.workload
     if gang is None or gang.backend == "none" or wl.operator_gang is not None or not wl.pod_sets:
         return []
-    key = ann.COSCHEDULING_LABEL if gang.backend == "coscheduling" else ann.VOLCANO_GROUP_ANNOTATION
+    backend = GANG_BACKENDS[gang.backend]
+    key = backend.mark_key
     names = {e.value for e in entries if e.key == key}
     for p in view.pod_sets:
         found = p.labels.get(key) or p.annotations.get(key)
@@ -100,10 +95,12 @@ def pod_groups(
             names.add(found)
     if len(names) != 1:
         return []
-    return [_pod_group(wl, gang, namespace, names.pop())]
+    return [_pod_group(wl, gang, backend, namespace, names.pop())]
 
 
-def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> dict[str, Any]:
+def _pod_group(
+    wl: WorkloadPodSets, gang: Gang, backend: GangBackend, namespace: str, name: str
+) -> dict[str, Any]:
     total: dict[str, int] = {}
     count = 0
     for p in members(wl):
@@ -113,18 +110,11 @@ def _pod_group(wl: WorkloadPodSets, gang: Gang, namespace: str, name: str) -> di
     spec: dict[str, Any] = {
         "minMember": count,
         "minResources": {r: format_quantity(r, v) for r, v in sorted(total.items())},
+        **backend.spec_extras(gang.schedule_timeout_seconds),
     }
-    if gang.backend == "coscheduling":
-        if gang.schedule_timeout_seconds is not None:
-            spec["scheduleTimeoutSeconds"] = gang.schedule_timeout_seconds
-        api = COSCHEDULING_API
-    else:
-        api = VOLCANO_API
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
     elastic = partial_member(wl)
-    if elastic is not None:
-        meta["annotations"] = {PARTIAL_MINIMUM: str(elastic.min_count)}
-    return {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}
+    annotations = {PARTIAL_MINIMUM: str(elastic.min_count)} if elastic is not None else {}
+    return backend.pod_group(namespace, name, spec, annotations)
 
 
 def partial_member(wl: WorkloadPodSets) -> PodSetTemplate | None:
@@ -186,33 +176,26 @@ def _any_gang_mark(pod_sets: Sequence[PodSetView]) -> bool:
     )
 
 
-# The watched kind (live.watch) that says a gang backend's PodGroup CRD is served, and its name.
-GANG_CRDS = {
-    "coscheduling": ("podgroups", "Coscheduling PodGroup (podgroups.scheduling.x-k8s.io)"),
-    "volcano": ("volcanopodgroups", "Volcano PodGroup (podgroups.scheduling.volcano.sh)"),
-}
-
-
 def backend_for(
     wanted: Gang | None, view: WorkloadView, unserved: frozenset[str], warnings: list[str]
 ) -> Gang | None:
     """The gang the policy asks for, or None where adding it would do harm, said in ``warnings``:
     a PodGroup CRD that is not served (its pods would never schedule), several replica groups
     (Kueue admits each on its own), slices that do not divide the count (a gang of every pod
-    never starts when only whole slices are placed: ``decide.slices``)."""
+    never starts when only whole slices are placed: ``decide.kueue.slices``)."""
     if wanted is None or wanted.backend == "none":
         return wanted
-    if wanted.backend == "native":  # `decide.native_inject`: on the native objects, not here
+    if wanted.backend == "native":  # `decide.native.inject`: on the native objects, not here
         warnings.append(
             "no gang added: tasgate makes a native Workload and PodGroup (scheduling.k8s.io/v1alpha2) "
             "only for a new, named workload outside any Kueue queue while that API is served; "
             "this one is not such a workload"
         )
         return None
-    crd = GANG_CRDS.get(wanted.backend)
-    if crd is not None and crd[0] in unserved:
+    backend = GANG_BACKENDS.get(wanted.backend)
+    if backend is not None and backend.served_kind in unserved:
         warnings.append(
-            f"no gang labels added: the {crd[1]} CRD is not served, and pods labelled for a "
+            f"no gang labels added: the {backend.crd} CRD is not served, and pods labelled for a "
             "PodGroup that cannot exist never schedule"
         )
         return None
@@ -220,7 +203,7 @@ def backend_for(
     if groups > 1:
         warnings.append(f"no gang labels added: its {groups} replica groups are separate gangs")
         return None
-    if has_leftover_slices(view):
+    if any(leftover_slices(p) is not None for p in view.pod_sets):  # `kueue.slices` says why
         return None
     note = _partial_note(view, wanted)
     if note is not None:

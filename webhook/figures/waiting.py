@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.decide.mustwait import MustWait, must_wait
+from webhook.decide.kueue.mustwait import MustWait, must_wait
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, PodSetVerdict
 

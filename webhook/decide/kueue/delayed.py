@@ -14,9 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 from webhook.decide import messages
-from webhook.decide.mustwait import must_wait
+from webhook.decide.kueue.mustwait import must_wait
+from webhook.decide.kueue.topology import Target
 from webhook.decide.reasons import Reason
-from webhook.decide.topology import Target
 from webhook.decide.verdicts import PodSetVerdict
 from webhook.model.podset import PodSetView
 from webhook.state.admission_checks import Delay

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from scorer.model import Mode, PodSetRequest, TopologyRequest
 from webhook.decide import messages
+from webhook.decide.kueue.topology import Target
 from webhook.decide.patch import Entry, Removal
 from webhook.decide.policy import TIGHTEST, Inject
-from webhook.decide.topology import Target
 from webhook.model import annotations as ann
 from webhook.model.podset import PodSetView
 from webhook.rules import topology_near_misses

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from scorer import Cluster, View, default_engine
 from scorer.model import Mode, PodSetRequest, Toleration, TopologyRequest
 from scorer.tree import Tree
-from webhook.decide.host_marks import Marks, host_marks, shape_tolerations
 from webhook.decide.policy import GangShape, Policy
+from webhook.figures.host_marks import Marks, host_marks, shape_tolerations
 from webhook.state.cluster import ClusterState
 from webhook.state.kueue import Flavor, Topology
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from webhook.decide.kueue.quota_now import QueueQuota, QuotaFit
 from webhook.decide.messages import ADMISSION_WARNING_LIMIT, clip
-from webhook.decide.quota_now import QueueQuota, QuotaFit
 from webhook.model.quantity import format_quantity
 
 QUOTED = 'Kueue: "'  # what precedes Kueue's own reasons in a waits-for-quota warning

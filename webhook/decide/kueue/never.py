@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scorer.model import Mode, Placement
 from webhook.decide import messages
+from webhook.decide.kueue.topology import Target
 from webhook.decide.policy import Policy
-from webhook.decide.topology import Target
 from webhook.decide.verdicts import PodSetVerdict
 from webhook.model.podset import PodSetView
 

@@ -13,7 +13,7 @@ flavor is admitted there a cycle later. A walk that reached the last flavor star
 first only after the cluster changes, so it waits.
 
 Within each cycle, when the full count does not fit, partial admission (``PodSetReducer.Search``,
-`decide.partial`) runs the same assignment — quota and topology — for each candidate count.
+`decide.kueue.partial`) runs the same assignment — quota and topology — for each candidate count.
 ``choose`` replays those cycles on one state and says where, and with how many pods, Kueue
 admits the workload now; None when it waits. A flavor whose topology Kueue places later or
 elsewhere (``delayed``: a ProvisioningRequest or MultiKueue check) is admitted on quota alone:
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from scorer.model import Placement
-from webhook.decide.partial import reduced
-from webhook.decide.quota_now import FIT, QueueQuota, QuotaFit, fit_quota, is_preferred, should_try_next
+from webhook.decide.kueue.partial import reduced
+from webhook.decide.kueue.quota_now import FIT, QueueQuota, QuotaFit, fit_quota, is_preferred, should_try_next
 from webhook.model.podset import PodSetView
 
 # Topology now of candidate ``i`` at these counts (one per placed PodSet): the placements, or None.

@@ -6,7 +6,7 @@ quota ... > maximum capacity"), one within ``Available`` fits (borrowing when ab
 ClusterQueue's nominal quota: ``FindHeightOfLowestSubtreeThatFits``), and one in between needs
 quota that is in use ("insufficient unused quota for R in flavor F, N more needed"). Kueue would
 then look for preemption targets: here that flavor waits (what Kueue does when it finds none),
-and ``decide.preemption`` then looks for the targets Kueue would evict. PodSets are charged in
+and ``decide.kueue.preemption`` then looks for the targets Kueue would evict. PodSets are charged in
 order, each on top of the ones before it (``assignmentUsage``), and a ``pods`` request counts
 where a resource group covers it.
 """
@@ -77,7 +77,7 @@ def fit_quota(
         for resource, per_pod in _requests(p, quota.cq).items():
             fr = (_flavor_for(quota, flavor, resource), resource)
             if per_pod <= 0 or fr not in quota.stated:
-                continue  # not covered (`decide.quota` denies it), or no quota stated: not judged
+                continue  # not covered (`decide.kueue.quota` denies it), or no quota stated: not judged
             before = assumed.get(fr, 0)
             assumed[fr] = before + per_pod * count
             found = _fits_resource(quota.node, fr, before, per_pod * count)
@@ -118,7 +118,7 @@ def _worse(a: QuotaFit, b: QuotaFit) -> bool:
 def _flavor_for(quota: QueueQuota, flavor: str, resource: str) -> str:
     """The flavor a resource is charged to: ``flavor`` when its resource group lists it; in
     another resource group (Kueue assigns each group its own flavor), that group's first flavor
-    that fits now, else its first. "" when no group covers it (`decide.quota` denies that)."""
+    that fits now, else its first. "" when no group covers it (`decide.kueue.quota` denies that)."""
     group = quota.cq.group_covering(resource)
     if group is None or not group.flavors:
         return ""

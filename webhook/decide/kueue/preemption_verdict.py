@@ -1,4 +1,4 @@
-"""A waiting gang re-judged as Kueue admits it after preemption (`decide.preemption`).
+"""A waiting gang re-judged as Kueue admits it after preemption (`decide.kueue.preemption`).
 
 Kueue's ``workloadFits`` re-runs quota and topology on the snapshot with the targets removed;
 here the whole admission (``score_flavors`` on the state without them) is re-run, and only an
@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.decide.kueue.preemption import Preemption, find_preemption
+from webhook.decide.kueue.scoring import Scored, score_flavors
+from webhook.decide.kueue.topology import Target, resolve, with_levels
 from webhook.decide.policy import Inject, Policy
-from webhook.decide.preemption import Preemption, find_preemption
-from webhook.decide.scoring import Scored, score_flavors
-from webhook.decide.topology import Target, resolve, with_levels
 from webhook.decide.verdicts import FlavorVerdict, all_fit_now
 from webhook.model.podset import PodSetView
 from webhook.state.cluster import ClusterState

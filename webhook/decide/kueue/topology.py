@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 
 from scorer import Cluster
 from scorer.model import TopologyRequest
+from webhook.decide.kueue.quota_now import QueueQuota, queue_quota
 from webhook.decide.policy import DefaultTopology
-from webhook.decide.quota_now import QueueQuota, queue_quota
 from webhook.model.podset import PodSetView
 from webhook.state.admission_checks import Delay
 from webhook.state.cluster import ClusterState
@@ -30,7 +30,7 @@ class Target:
     topology: Topology
     snapshot: Cluster
     node_labels: Mapping[str, str] = field(default_factory=dict)  # the flavor's node selection
-    quota: QueueQuota | None = None  # its ClusterQueue's quota now (`decide.quota_now`); None: not judged
+    quota: QueueQuota | None = None  # its ClusterQueue quota now (`kueue.quota_now`); None: not judged
     # Kueue places this flavor's topology after an admission check (provisioned capacity) or on a
     # worker cluster (MultiKueue), not on today's nodes: `state.admission_checks`.
     delay: Delay | None = None

@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from webhook.decide.gang import members
+from webhook.decide.gangs.plan import members
 from webhook.decide.gates import opted_out
-from webhook.decide.native import decide_native
-from webhook.decide.native_inject import inject_key, rule_for
-from webhook.decide.native_subject import Group, Subject
+from webhook.decide.native.inject import inject_key, rule_for
+from webhook.decide.native.judge import decide_native
+from webhook.decide.native.subject import Group, Subject
 from webhook.decide.patch import MapEntry, build_patch
 from webhook.decide.policy import Policy
 from webhook.decide.verdicts import Decision, Review

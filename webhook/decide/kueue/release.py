@@ -12,7 +12,7 @@ other release's placement.
 The placement gates are followed, not only said (`state.kueue_gates`): four are reproduced
 exactly (`HONOURED`, each proven on Kueue's own code with the gate flipped), two change rankings
 tasgate does not model and only keep it from denying what they could admit (`GUARDED`,
-`decide.gate_guard`). The same line says which is which, and when Kueue does not start with the
+`decide.kueue.gate_guard`). The same line says which is which, and when Kueue does not start with the
 gates at all. Nothing known (no release, default gates) adds no warning; the audit names the
 release judged for, ``unknown`` included, and the flipped gates.
 """

@@ -1,5 +1,5 @@
 """The native backend's verdict: a v1.36 pod group placed as the kube-scheduler's PodGroup cycle
-places it (``scorer._native_model``), on the empty cluster (never) and on the free capacity now.
+places it (``scorer.native``), on the empty cluster (never) and on the free capacity now.
 
 Same rules as for Kueue: deny what can never fit one domain of the topology key, with the
 numbers; admit with a warning what must wait; admit the rest, with the scheduler's predicted
@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scorer._native_model import NativePlacement, NativeRequest, bound_domain, place_native
 from scorer.model import (
     Assignment,
     DomainAssignment,
@@ -23,9 +22,10 @@ from scorer.model import (
     Placement,
     TopologyRequest,
 )
-from webhook.decide.native_inject import inject_native
-from webhook.decide.native_ports import one_per_node
-from webhook.decide.native_subject import Group, Subject
+from scorer.native import NativePlacement, NativeRequest, bound_domain, place_native
+from webhook.decide.native.inject import inject_native
+from webhook.decide.native.ports import one_per_node
+from webhook.decide.native.subject import Group, Subject
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
@@ -40,7 +40,7 @@ from webhook.wire.errors import InvalidObject
 def decide_native(
     base: Decision, subject: Subject, state: ClusterState, obj: Mapping[str, Any], policy: Policy
 ) -> Decision:
-    """The verdict on one native subject (``decide.native_subject``), with what the policy adds."""
+    """The verdict on one native subject (``decide.native.subject``), with what the policy adds."""
     if subject.missing:
         return _with(base, Reason.NATIVE_UNKNOWN, True, warnings=(f"not checked: {subject.missing}",))
     try:

@@ -2,7 +2,7 @@
 
 Each flavor gets its own plan ("tightest" differs per flavor's topology). When no flavor holds
 the gang even on the empty cluster, the one that holds the most pods when empty speaks for the
-denial. Otherwise Kueue's flavor assignment (`decide.flavors`: quota in use, cohorts, flavor
+denial. Otherwise Kueue's flavor assignment (`decide.kueue.flavors`: quota in use, cohorts, flavor
 order and fungibility, partial admission) says where it is admitted now; when it waits, the
 first flavor that holds it when empty speaks, with Kueue's quota reasons if quota holds it back.
 """
@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scorer.model import Placement, PodSetRequest, TopologyRequest
-from webhook.decide import inject
-from webhook.decide.flavors import Choice, choose
-from webhook.decide.gate_guard import guarded, placed_request
-from webhook.decide.partial import place_reduced
+from webhook.decide.kueue import inject
+from webhook.decide.kueue.flavors import Choice, choose
+from webhook.decide.kueue.gate_guard import guarded, placed_request
+from webhook.decide.kueue.partial import place_reduced
+from webhook.decide.kueue.quota_now import QueueQuota
+from webhook.decide.kueue.quota_text import borrowing_note, waits_for_quota
+from webhook.decide.kueue.topology import Target
 from webhook.decide.policy import Inject
-from webhook.decide.quota_now import QueueQuota
-from webhook.decide.quota_text import borrowing_note, waits_for_quota
-from webhook.decide.topology import Target
 from webhook.decide.verdicts import FlavorVerdict, PodSetVerdict, all_fit_now, all_fit_when_empty
 from webhook.model.podset import PodSetView
 
@@ -143,7 +143,7 @@ def _partial_when_empty(
     v: PodSetVerdict, target: Target, request: PodSetRequest, minimum: int
 ) -> PodSetVerdict:
     """The most Kueue's partial admission could ever admit, when the full count never fits
-    (what it admits now is Kueue's flavor assignment's to say: `decide.flavors`)."""
+    (what it admits now is Kueue's flavor assignment's to say: `decide.kueue.flavors`)."""
     v = replace(v, min_count=minimum)
     if not v.fits_when_empty:
         found = place_reduced(target.snapshot.never, request, minimum)

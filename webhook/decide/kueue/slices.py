@@ -25,10 +25,6 @@ from webhook.model.podset import WorkloadView
 from webhook.rules.tasgate import leftover_slices
 
 
-def has_leftover_slices(view: WorkloadView) -> bool:
-    return any(leftover_slices(p) is not None for p in view.pod_sets)
-
-
 def partial_slices(decision: Decision, view: WorkloadView) -> Decision:
     """When a PodSet's slices do not divide its count and ``decision`` would be allowed: denied as
     ``partial-slice`` for a gang the user made, else a warning. A denial keeps its own cause."""

@@ -7,10 +7,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook.decide import messages
+from webhook.decide.kueue.topology import Resolution, Target
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
-from webhook.decide.topology import Resolution, Target
-from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now, all_fit_when_empty, revised
+from webhook.decide.verdicts import (
+    Decision,
+    PodSetVerdict,
+    all_fit_now,
+    all_fit_when_empty,
+    revised,
+    with_reason,
+)
 from webhook.state.cluster import ClusterState
 from webhook.state.rejected import Rejected
 
@@ -29,12 +36,8 @@ def audit_of(verdicts: Sequence[PodSetVerdict], target: Target, reason: Reason) 
     }
 
 
-def deny(base: Decision, reason: Reason, message: str) -> Decision:
-    return revised(base, allowed=False, reason=reason, message=message, audit=verdict_audit(False, reason))
-
-
 def not_checked(base: Decision, state: ClusterState, queue: str | None, rejected: Rejected) -> Decision:
-    """Not judged: an object the verdict depends on is left out of the state (`decide.depends`)."""
+    """Not judged: an object the verdict depends on is left out of the state (`decide.kueue.depends`)."""
     lq = state.local_queues.get((base.namespace, queue)) if queue else None
     warning = f"not checked: {messages.left_out(rejected)}"
     decision = with_reason(base, Reason.OBJECT_REJECTED, (warning,))
@@ -60,13 +63,3 @@ def no_tas(base: Decision, why: str) -> Decision:
     reads "not checked" with the cause); an allowed admission carries no message, so the webhook
     stays as quiet as before for every Job that is not TAS's."""
     return revised(with_reason(base, Reason.NO_TAS), message=f"no TAS: {why}")
-
-
-def with_reason(base: Decision, reason: Reason, warnings: tuple[str, ...] = ()) -> Decision:
-    warnings = (*base.warnings, *warnings)
-    return revised(base, reason=reason, warnings=warnings, audit=verdict_audit(True, reason))
-
-
-def verdict_audit(allowed: bool, reason: Reason) -> dict[str, str]:
-    """``decision`` is allow/deny everywhere (audit line, annotations, JSON); ``reason`` the code."""
-    return {"decision": "allow" if allowed else "deny", "reason": reason.value}

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from scorer._native_model import NativeRequest, place_native
-from webhook.decide.native_ports import one_per_node
-from webhook.decide.native_subject import Group, Subject
+from scorer.native import NativeRequest, place_native
+from webhook.decide.native.ports import one_per_node
+from webhook.decide.native.subject import Group, Subject
 from webhook.decide.patch import pointer
 from webhook.decide.policy import TIGHTEST, Policy, Rule
 from webhook.decide.policy import Subject as Who
