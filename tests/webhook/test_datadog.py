@@ -18,6 +18,7 @@ import yaml
 
 from webhook.serve.lifecycle_metrics import LifecycleMetrics
 from webhook.serve.metrics import Metrics
+from webhook.serve.probe_metrics import ProbeMetrics
 from webhook.state.cluster import build_state
 
 from .conftest import HOST, kueue_objects, node
@@ -40,11 +41,11 @@ def pod_template() -> dict[str, Any]:
 
 
 def instances() -> dict[str, dict[str, Any]]:
-    """The annotation's openmetrics instances by the path they scrape: ``metrics`` and ``readyz``."""
+    """The annotation's openmetrics instances by the path they scrape: ``metrics`` alone."""
     checks = json.loads(pod_template()["metadata"]["annotations"][KEY])
     assert checks["openmetrics"]["init_config"] == {}
     found = {i["openmetrics_endpoint"].rsplit("/", 1)[1]: dict(i) for i in checks["openmetrics"]["instances"]}
-    assert len(found) == len(checks["openmetrics"]["instances"]) == 2, found
+    assert len(found) == len(checks["openmetrics"]["instances"]) == 1, found
     return found
 
 
@@ -58,22 +59,31 @@ def _served() -> set[str]:
     state = build_state([node("n0", labels), *kueue_objects(("block", "rack", HOST))], generation=1)
     metrics = Metrics(lambda: (state, 0.0))
     LifecycleMetrics(metrics.registry, pod_info=True)
+    ProbeMetrics(metrics.registry, lambda: None, lambda: True)
     return {family.name for family in metrics.registry.collect()}
 
 
 def renamed() -> dict[str, str]:
+    """The metrics the annotation sends as metrics: Prometheus name -> Datadog short name."""
     out: dict[str, str] = {}
     for entry in _instance()["metrics"]:
         assert isinstance(entry, dict) and len(entry) == 1, entry
-        out.update(entry)
+        out.update({k: v for k, v in entry.items() if isinstance(v, str)})
     return out
+
+
+def service_checks() -> dict[str, dict[str, Any]]:
+    """The metrics the annotation turns into service checks (the check's ``service_check`` type):
+    Prometheus name -> its ``name``, ``type`` and ``status_map``."""
+    return {k: v for entry in _instance()["metrics"] for k, v in entry.items() if isinstance(v, dict)}
 
 
 def test_the_annotation_lists_exactly_the_metrics_tasgate_serves() -> None:
     served = _served()
     assert {"tasgate_gang_domains_spanned", "tasgate_gang_phase_seconds", "tasgate_gangs"} <= served
     assert served >= NOT_FOR_DATADOG
-    assert set(renamed()) == served - NOT_FOR_DATADOG
+    assert set(renamed()) | set(service_checks()) == served - NOT_FOR_DATADOG
+    assert not set(renamed()) & set(service_checks())
     assert all(name == f"tasgate_{short}" for name, short in renamed().items())
 
 
@@ -92,14 +102,18 @@ def test_the_check_scrapes_the_metrics_port_over_plain_http() -> None:
     )  # the annotation names the container
 
 
-def test_readiness_is_read_off_readyz_on_the_metrics_port() -> None:
-    """/readyz answers on the metrics port too (probes.py): the second instance reads only its
-    status (every line of its body filtered out, no metric), the Agent's openmetrics.health service
-    check under its own namespace."""
-    readyz, metrics = instances()["readyz"], _instance()
-    assert readyz["openmetrics_endpoint"] == metrics["openmetrics_endpoint"].replace("/metrics", "/readyz")
-    assert readyz["namespace"] == "tasgate.readyz" and readyz["tags"] == metrics["tags"]
-    assert readyz["raw_line_filters"] == [".*"] and readyz["metrics"] == []
+def test_readiness_is_the_ready_gauge_sent_as_the_service_check_tasgate_readyz() -> None:
+    """tasgate_ready (1 while /readyz answers 200, probe_metrics.py) is the one service check
+    entry: the check sends ``<namespace>.<name>``, OK on 1 and CRITICAL on 0; no second instance
+    on /readyz, whose own openmetrics.health said the same at the cost of a failed run."""
+    assert service_checks() == {
+        "tasgate_ready": {
+            "name": "readyz",
+            "type": "service_check",
+            "status_map": {"1": "OK", "0": "CRITICAL"},
+        }
+    }
+    assert set(instances()) == {"metrics"}
 
 
 def test_the_chart_carries_the_same_annotation() -> None:
@@ -118,6 +132,7 @@ def test_the_docs_datadog_section_names_only_what_the_annotation_produces() -> N
     suffixes = ("", ".count", ".bucket", ".sum")
     produced = {f"tasgate.{short}{suffix}" for short in renamed().values() for suffix in suffixes}
     produced |= {f"{i['namespace']}.openmetrics.health" for i in instances().values()}
+    produced |= {f"{_instance()['namespace']}.{spec['name']}" for spec in service_checks().values()}
     named = set(re.findall(r"(?<![/\w])tasgate(?:\.[a-z_]+)+(?![/\w])", section))  # not tasgate.io/…
     assert named and named <= produced, named - produced
     for tag in _instance()["rename_labels"].values():

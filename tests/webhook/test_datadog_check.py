@@ -5,7 +5,8 @@ The Agent runs an ``openmetrics`` instance that has ``openmetrics_endpoint`` as 
 here the package's ``AggregatorStub``. Each instance is the shipped annotation's, rendered as the
 Agent renders it (``%%host%%`` the pod's address, the metrics port the one tasgate listens on), and
 scrapes a live `tasgate serve` in which every listed metric has series (``datadog_world.py``). So
-the names, types, suffixes and tags below are what Datadog receives, not what the docs hope;
+the names, types, suffixes, tags and service checks below are what Datadog receives, not what the
+docs hope;
 ``fixtures/datadog-check.json`` keeps them, and docs/monitoring.md's table is generated from it
 (``hack/gen-docs.py``). ``TASGATE_CAPTURE_DATADOG=1`` rewrites it from this run.
 """
@@ -25,12 +26,12 @@ from datadog_checks.base.stubs import aggregator as aggregator_stub
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.webhook.datadog_world import Served, World, live_world
-from tests.webhook.test_datadog import KEY, NOT_FOR_DATADOG, ROOT, pod_template, renamed
+from tests.webhook.test_datadog import KEY, NOT_FOR_DATADOG, ROOT, pod_template, renamed, service_checks
 
 FIXTURE = ROOT / "tests" / "webhook" / "fixtures" / "datadog-check.json"
 STATUS = {OpenMetricsBaseCheckV2.OK: "OK", OpenMetricsBaseCheckV2.WARNING: "WARNING",
           OpenMetricsBaseCheckV2.CRITICAL: "CRITICAL", OpenMetricsBaseCheckV2.UNKNOWN: "UNKNOWN"}  # fmt: skip
-HEALTH, READYZ = "tasgate.openmetrics.health", "tasgate.readyz.openmetrics.health"
+HEALTH, READYZ = "tasgate.openmetrics.health", "tasgate.readyz"
 # The Agent's package leaves these unannotated: Any, so that strict typing takes their calls.
 Check: Any = OpenMetricsBaseCheckV2
 aggregator: Any = aggregator_stub
@@ -97,21 +98,21 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 @pytest.fixture(scope="module")
-def scraped(live: World) -> tuple[Run, Run, Run]:
-    """Two runs of the metrics instance (the first is the counters' baseline), one of /readyz."""
+def scraped(live: World) -> tuple[Run, Run]:
+    """Two runs of the metrics instance (the first is the counters' baseline)."""
     instances = rendered(live.served.metrics_port)
+    assert set(instances) == {"metrics"}
     first, second = run(instances["metrics"], times=2)
-    (readyz,) = run(instances["readyz"])
-    assert (first.error, second.error, readyz.error) == ("", "", ""), (first.error, readyz.error)
-    return first, second, readyz
+    assert (first.error, second.error) == ("", ""), first.error
+    return first, second
 
 
 @pytest.fixture(scope="module")
-def not_ready(live: World) -> tuple[Run, Run]:
-    """Both instances on the tasgate whose cluster state never loads."""
+def not_ready(live: World) -> Run:
+    """The instance on the tasgate whose cluster state never loads."""
     assert live.unready.status("/readyz") == 503
-    instances = rendered(live.unready.metrics_port)
-    return run(instances["metrics"])[0], run(instances["readyz"])[0]
+    (unready,) = run(rendered(live.unready.metrics_port)["metrics"])
+    return unready
 
 
 def expected_names(served: Served) -> dict[str, str]:
@@ -122,7 +123,9 @@ def expected_names(served: Served) -> dict[str, str]:
     # prometheus_client writes each counter's and histogram's start as a <name>_created gauge:
     # not in the list, so the check drops them.
     families = {name for name in declared if not name.endswith("_created")}
-    assert families - NOT_FOR_DATADOG == set(renamed()), "the annotation lists what is served"
+    assert families - NOT_FOR_DATADOG == set(renamed()) | set(service_checks()), (
+        "the annotation lists what is served"
+    )
     suffixes = {"counter": (".count",), "histogram": (".bucket", ".sum", ".count"), "gauge": ("",)}
     out = {}
     for name, short in renamed().items():
@@ -133,7 +136,7 @@ def expected_names(served: Served) -> dict[str, str]:
 
 
 def test_every_listed_metric_arrives_with_its_datadog_name_and_type(
-    live: World, scraped: tuple[Run, Run, Run]
+    live: World, scraped: tuple[Run, Run]
 ) -> None:
     produced = scraped[1].produced()
     assert {name: spec["type"] for name, spec in produced.items()} == expected_names(live.served)
@@ -144,7 +147,7 @@ def test_every_listed_metric_arrives_with_its_datadog_name_and_type(
 
 
 def test_labels_are_tags_with_the_topology_ones_renamed_and_no_endpoint_url(
-    scraped: tuple[Run, Run, Run],
+    scraped: tuple[Run, Run],
 ) -> None:
     """``level`` and ``domain`` say nothing alone in a Datadog tag list; the check's own
     ``endpoint:<scrape URL>`` tag would sit beside tasgate's ``endpoint:validate`` and mix the two
@@ -161,10 +164,10 @@ def test_labels_are_tags_with_the_topology_ones_renamed_and_no_endpoint_url(
     assert endpoints == {"endpoint:mutate", "endpoint:validate"}, endpoints
 
 
-def test_counters_are_sent_from_the_second_scrape_on(scraped: tuple[Run, Run, Run]) -> None:
+def test_counters_are_sent_from_the_second_scrape_on(scraped: tuple[Run, Run]) -> None:
     """The first scrape is each monotonic count's baseline (tasgate exports no
     process_start_time_seconds for the check to flush it by), gauges are sent at once."""
-    first, second, _ = scraped
+    first, second = scraped
     for runs, flushed in ((first, False), (second, True)):
         for stubs in runs.metrics.values():
             for stub in stubs:
@@ -176,33 +179,31 @@ def test_counters_are_sent_from_the_second_scrape_on(scraped: tuple[Run, Run, Ru
 
 
 def test_readyz_is_a_service_check_ok_when_ready_and_critical_when_not(
-    scraped: tuple[Run, Run, Run], not_ready: tuple[Run, Run]
+    scraped: tuple[Run, Run], not_ready: Run
 ) -> None:
-    """/readyz's answer is the service check; the metrics instance's own health check only says
-    /metrics answered, which a replica that cannot decide still does."""
-    _, ready_metrics, ready = scraped
-    unready_metrics, unready = not_ready
-    assert (ready_metrics.status(HEALTH), ready.status(READYZ)) == ("OK", "OK")
-    assert (unready_metrics.status(HEALTH), unready.status(READYZ)) == ("OK", "CRITICAL")
-    (critical,) = unready.service_checks[READYZ]
-    assert "503 Server Error" in critical.message and "/readyz" in critical.message
-    assert "service:tasgate" in critical.tags and not ready.metrics  # /readyz sends no metric
-    assert "There was an error scraping endpoint" in unready.error  # the Agent logs the run failed
+    """tasgate_ready is the service check tasgate.readyz (the check's ``service_check`` type), and
+    no metric; the instance's own health check only says /metrics answered, which a replica that
+    cannot decide still does, so the run on the unready replica succeeds."""
+    ready = scraped[1]
+    assert (ready.status(HEALTH), ready.status(READYZ)) == ("OK", "OK")
+    assert (not_ready.status(HEALTH), not_ready.status(READYZ)) == ("OK", "CRITICAL")
+    assert not_ready.error == ""
+    (critical,) = not_ready.service_checks[READYZ]
+    assert "service:tasgate" in critical.tags
+    assert not [name for name in ready.metrics if name.startswith(READYZ) or name == "tasgate.ready"]
 
 
-def observed(scraped: tuple[Run, Run, Run], not_ready: tuple[Run, Run]) -> dict[str, Any]:
+def observed(scraped: tuple[Run, Run], not_ready: Run) -> dict[str, Any]:
     """What the fixture keeps: every metric's Datadog type and tag names, every service check's
     status on a ready and on a not-ready tasgate, and its tag names."""
-    service_checks = {}
-    for name, ready, unready in ((HEALTH, scraped[1], not_ready[0]), (READYZ, scraped[2], not_ready[1])):
+    ready, checks = scraped[1], {}
+    for name in sorted(ready.service_checks):
         tags = sorted({t.split(":")[0] for s in ready.service_checks[name] for t in s.tags})
-        service_checks[name] = {"ready": ready.status(name), "not ready": unready.status(name), "tags": tags}
-    return {"metrics": scraped[1].produced(), "service_checks": service_checks}
+        checks[name] = {"ready": ready.status(name), "not ready": not_ready.status(name), "tags": tags}
+    return {"metrics": ready.produced(), "service_checks": checks}
 
 
-def test_the_committed_fixture_is_what_the_check_produced(
-    scraped: tuple[Run, Run, Run], not_ready: tuple[Run, Run]
-) -> None:
+def test_the_committed_fixture_is_what_the_check_produced(scraped: tuple[Run, Run], not_ready: Run) -> None:
     now = observed(scraped, not_ready)
     if os.environ.get("TASGATE_CAPTURE_DATADOG") == "1":
         FIXTURE.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n")
@@ -213,7 +214,7 @@ def test_the_committed_fixture_is_what_the_check_produced(
 
 
 def test_what_the_docs_datadog_section_names_is_what_the_check_sends(
-    scraped: tuple[Run, Run, Run],
+    scraped: tuple[Run, Run],
 ) -> None:
     """Every Datadog metric, service check and example tag the section's prose names is one the
     run produced; the docs cannot promise a name or a tag the Agent never sends."""
@@ -221,7 +222,7 @@ def test_what_the_docs_datadog_section_names_is_what_the_check_sends(
     section = text[text.index("## Datadog\n") :]
     section = section[: section.index("\n## ", 1)]
     section = re.sub(r"<!-- datadog:start -->.*<!-- datadog:end -->", "", section, flags=re.S)  # generated
-    produced = set(scraped[1].metrics) | set(scraped[1].service_checks) | set(scraped[2].service_checks)
+    produced = set(scraped[1].metrics) | set(scraped[1].service_checks)
     named = set(re.findall(r"(?<![/\w])tasgate\.[a-z_]+(?:\.[a-z_]+)*(?![/\w])", section))
     assert named and named <= produced, sorted(named - produced)
     tags = {t for stubs in scraped[1].metrics.values() for stub in stubs for t in stub.tags}

@@ -108,12 +108,19 @@ def test_the_dashboard_covers_the_gang_signals_and_both_integrations() -> None:
 
 def test_the_event_widgets_read_tasgates_events_and_the_service_check_is_the_annotations() -> None:
     """The Events as the Cluster Agent tags them (reporting_controller, from webhook/live/events.py);
-    the service check of the annotation's /readyz instance (``<namespace>.openmetrics.health``), or
-    ``tasgate.readyz`` while it has none."""
+    the service check the annotation makes of tasgate_ready (``<namespace>.<name>``:
+    ``tasgate.readyz``), not the scrape's own ``openmetrics.health``."""
     found = widgets(load("dashboard.json")["widgets"])
     events = [w for w in found if w["type"] in {"event_stream", "event_timeline"}]
     assert events and all(f"reporting_controller:{REPORTING_CONTROLLER}" in w["query"] for w in events)
-    named = health_check("readyz") if "readyz" in annotation() else "tasgate.readyz"
+    instance = annotation()["metrics"]
+    (named,) = [
+        f"{instance['namespace']}.{v['name']}"
+        for entry in instance["metrics"]
+        for v in entry.values()
+        if isinstance(v, dict) and v["type"] == "service_check"
+    ]
+    assert named == "tasgate.readyz" and named != health_check("metrics")
     assert [w["check"] for w in found if w["type"] == "check_status"] == [named]
 
 

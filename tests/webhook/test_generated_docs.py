@@ -81,5 +81,5 @@ def test_the_datadog_tables_have_a_row_per_metric_and_service_check_the_check_se
         name: (spec["type"], ", ".join(f"`{t}`" for t in spec["tags"]))
         for name, spec in sent["metrics"].items()
     }
-    assert "| `tasgate.readyz.openmetrics.health` | OK | CRITICAL |" in checks
+    assert "| `tasgate.readyz` | OK | CRITICAL | `service` |" in checks
     assert len(checks.splitlines()) == 2 + len(sent["service_checks"])

@@ -45,6 +45,7 @@ from webhook.serve.keys import (
 )
 from webhook.serve.lifecycle_metrics import LIFECYCLE, LifecycleMetrics
 from webhook.serve.metrics import Metrics
+from webhook.serve.probe_metrics import ProbeMetrics
 from webhook.serve.process_main import WorkerConfig
 from webhook.serve.processes import DecisionProcesses
 from webhook.serve.supervise import Supervisor
@@ -83,6 +84,9 @@ def create_app(
         app[RELOADER] = reloader
         app[METRICS].cert_expiry.set(reloader.not_after or 0)
         app.cleanup_ctx.append(_cert_poller(settings.cert_poll_seconds))
+    # Seconds left on the certificate and readiness as gauges, computed on scrape (probe_metrics.py).
+    not_after = (lambda: reloader.not_after) if reloader is not None else (lambda: None)
+    ProbeMetrics(app[METRICS].registry, not_after, lambda: not probes.readiness_problems(app))
     if settings.policy_file:
         app.cleanup_ctx.append(_policy_poller(settings.cert_poll_seconds))
     if source.live:
