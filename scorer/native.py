@@ -97,8 +97,12 @@ def place_native(
     empty: bool,
     engine: ModuleType | None = None,
     nonzero: Mapping[str, tuple[int, int]] | None = None,
+    assumed: Mapping[str, Mapping[str, int]] | None = None,
 ) -> NativePlacement:
     """Place one pod group as the kube-scheduler's PodGroup cycle would, on ``nodes``.
+
+    ``assumed``: node -> requests of pods the same cycle already assumed there (the sibling groups
+    a CompositePodGroup placed before this one), counted on top of ``usage``, also when ``empty``.
 
     ``nonzero``: node -> (milli-cpu, memory bytes) its bound pods count beyond their requests in
     the scheduler's ``NonZeroRequested`` (100m / 200Mi per container stating none), which the
@@ -118,9 +122,9 @@ def place_native(
     used = [[0, 0] for _ in values]
     for node in labelled:
         d = index[node.labels[req.key] if req.key is not None else NO_KEY]
-        taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
+        taken = taken_on(node, usage, empty, assumed)
         domain.append(d)
-        ok.append(int(_schedulable(node, req, empty)))
+        ok.append(int(schedulable_for(node, req, empty)))
         free.extend({**node.allocatable, **port}.get(r, 0) - taken.get(r, 0) for r in names)
         extra = (0, 0) if empty or nonzero is None else nonzero.get(node.name, (0, 0))
         for i, r in enumerate(SCORED):
@@ -129,7 +133,7 @@ def place_native(
     required = index.get(req.bound_domain, -2) if req.bound_domain is not None else -1
     if req.pods:
         raw = _place_pods(
-            engine, req, labelled, usage, empty, names, (domain, ok, free), alloc, used, required
+            engine, req, labelled, (usage, assumed), empty, names, (domain, ok, free), alloc, used, required
         )
         if required == -2:
             raw = _none_feasible(raw)
@@ -156,7 +160,7 @@ def _place_pods(
     engine: ModuleType,
     req: NativeRequest,
     labelled: Sequence[Node],
-    usage: Mapping[str, Mapping[str, int]] | None,
+    taken_by: tuple[Mapping[str, Mapping[str, int]] | None, Mapping[str, Mapping[str, int]] | None],
     empty: bool,
     names: Sequence[str],
     nodes: tuple[array[int], array[int], array[int]],
@@ -166,9 +170,10 @@ def _place_pods(
 ) -> _reference_native.NativeRaw:
     """The heterogeneous path: per-node cpu/memory for the per-pod scores, one row per pod."""
     domain, ok, free = nodes
+    usage, assumed = taken_by
     cap, taken_rows = array("q"), array("q")
     for node in labelled:
-        taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
+        taken = taken_on(node, usage, empty, assumed)
         cap.extend(node.allocatable.get(r, 0) for r in SCORED)
         taken_rows.extend(taken.get(r, 0) for r in SCORED)
     port = {HOST_PORT: 1} if req.host_ports else {}
@@ -209,7 +214,21 @@ def bound_domain(labels: Mapping[str, Mapping[str, str]], key: str, bound: Seque
 CORDON = Taint("node.kubernetes.io/unschedulable", "NoSchedule")  # what NodeUnschedulable checks
 
 
-def _schedulable(node: Node, req: NativeRequest, empty: bool) -> bool:
+def taken_on(
+    node: Node,
+    usage: Mapping[str, Mapping[str, int]] | None,
+    empty: bool,
+    assumed: Mapping[str, Mapping[str, int]] | None,
+) -> Mapping[str, int]:
+    """What the node's bound pods (none when ``empty``) and the cycle's assumed pods request."""
+    taken = {} if empty else (usage.get(node.name, {}) if usage is not None else node.usage)
+    extra = assumed.get(node.name) if assumed is not None else None
+    if not extra:
+        return taken
+    return {r: taken.get(r, 0) + extra.get(r, 0) for r in {*taken, *extra}}
+
+
+def schedulable_for(node: Node, req: NativeRequest, empty: bool) -> bool:
     """Every filter but NodeResourcesFit: cordon, taints, nodeSelector, required affinity.
 
     As the kube-scheduler's NodeUnschedulable and TaintToleration filters: a cordoned node takes

@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webhook.live.kinds import GANG_CRD_KINDS, Kind, kinds
+from webhook.live.native import COMPOSITES
 from webhook.live.native_kinds import native_kinds
 
 LIVE_ONLY = GANG_CRD_KINDS
 NATIVE = "native"
+COMPOSITE_SOURCE = "native-composite"  # v1.37's CompositePodGroups: kubectl fails on v1.36 for them
 # An optional API group -> (the dump file's name, when its command is needed).
 SOURCES = {
     "kueue.x-k8s.io": ("kueue", ""),
@@ -33,7 +35,8 @@ SOURCES = {
         "trainer",
         "where Kubeflow Trainer runs: a TrainJob's PodSets are in its runtime",
     ),
-    NATIVE: (NATIVE, "where scheduling.k8s.io/v1alpha2 is served: Kubernetes v1.36 native gangs"),
+    NATIVE: (NATIVE, "where scheduling.k8s.io is served: Kubernetes v1.36+ native gangs"),
+    COMPOSITE_SOURCE: ("native-composite", "where scheduling.k8s.io/v1alpha3 is served: Kubernetes v1.37"),
 }
 
 
@@ -64,7 +67,9 @@ def dump_commands() -> tuple[DumpCommand, ...]:
     for k in listed:
         groups.setdefault(_source(k), []).append(names[_key(k)])
     core = set(groups["core"])
-    groups[NATIVE] = list(dict.fromkeys(n for n in (names[_key(k)] for k in native) if n not in core))
+    plain = [k for k in native if k.name != COMPOSITES]
+    groups[NATIVE] = list(dict.fromkeys(n for n in (names[_key(k)] for k in plain) if n not in core))
+    groups[COMPOSITE_SOURCE] = [names[_key(k)] for k in native if k.name == COMPOSITES]
     return tuple(_command(source, resources) for source, resources in groups.items() if resources)
 
 

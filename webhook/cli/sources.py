@@ -30,7 +30,7 @@ from webhook.live.api import checked
 from webhook.live.kinds import Kind, kinds
 from webhook.live.native import API_KINDS, slim_job, slim_pod
 from webhook.live.native_kinds import native_kinds
-from webhook.model.workloads.native import NATIVE_API
+from webhook.model.workloads.native import V1ALPHA3
 from webhook.state.cluster import ClusterState, build_state
 
 KUEUE_DUMP = command("kueue")  # the kinds `check --live` reads (``dump``), never typed twice
@@ -101,19 +101,25 @@ async def _list_cluster(kubeconfig: str, context: str | None) -> tuple[list[Mapp
     api = [k for k in extra if k.name in API_KINDS]
     found, unserved = await list_kinds(kubeconfig, context, [*kinds(), *api])
     objects = [obj for items in found.values() for obj in items]
-    if any(k.name in found for k in api):
+    served = sorted({k.api_version for k in api if k.name in found})
+    if served:
         rest, _ = await list_kinds(kubeconfig, context, [k for k in extra if k.name not in API_KINDS])
         objects += [kept for items in rest.values() for kept in map(_slim, items) if kept is not None]
-        objects.append(NATIVE_DISCOVERY)
+        objects += [native_discovery(version) for version in served]
     return objects, unserved
 
 
-NATIVE_DISCOVERY = {
-    "kind": "APIResourceList",
-    "apiVersion": "v1",
-    "groupVersion": NATIVE_API,
-    "resources": [{"name": "workloads", "kind": "Workload"}, {"name": "podgroups", "kind": "PodGroup"}],
-}
+def native_discovery(group_version: str) -> dict[str, Any]:
+    """The served group-version's discovery document, as ``kubectl get --raw /apis/<gv>`` gives it."""
+    resources = [{"name": "workloads", "kind": "Workload"}, {"name": "podgroups", "kind": "PodGroup"}]
+    if group_version == V1ALPHA3:
+        resources.append({"name": "compositepodgroups", "kind": "CompositePodGroup"})
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
 
 
 def _slim(obj: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -245,7 +245,7 @@ class Mirror(Publisher):
             rejected = self.rejections.merged(state.rejected) if self.rejections.pending else None
             self.rejections.published = self.rejections.version
             state = self.usage.publish(state, self.generation, rejected)
-        state = self._with_native(state)
+        state = self._with_native(self.usage.with_ranked(state))
         if state is not self.state:
             first = self.state is None
             self.state = state

@@ -1,7 +1,9 @@
-"""The native v1.36 gang objects in live mode: watched, kept slim, folded into the state's index.
+"""The native gang objects in live mode: watched, kept slim, folded into the state's index.
 
-``scheduling.k8s.io/v1alpha2`` Workloads and PodGroups (watched only while the group-version is
-served: a 404 marks them absent and they are re-checked, as the PodGroup CRDs are), the Jobs a
+``scheduling.k8s.io`` Workloads and PodGroups in each version a release serves (``v1alpha2`` on
+Kubernetes v1.36, ``v1beta1`` on v1.37) and v1.37's ``v1alpha3`` CompositePodGroups, each watched
+only while its group-version is served (a 404 marks the kind absent and it is re-checked, as the
+PodGroup CRDs are: an upgraded API server is picked up without a restart), the Jobs a
 Job-made Workload stands for, and every pod naming a PodGroup in ``spec.schedulingGroup`` — bound
 ones from the Mirror's own pod watch, unbound ones from a second pod watch (``spec.nodeName=``)
 that keeps nothing else. Jobs and unbound pods are listed only once the native API is known
@@ -24,7 +26,6 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.model.workloads.native import (
-    NATIVE_API,
     job_gang_candidate,
     read_native,
     scheduling_group,
@@ -34,10 +35,13 @@ from webhook.state.rejected import Rejected, rejected_of
 from webhook.track.records import PodRecord, parse_pod
 from webhook.wire.errors import InvalidObject
 
-WORKLOADS, POD_GROUPS = "nativeworkloads", "nativepodgroups"
+WORKLOADS, POD_GROUPS = "nativeworkloads", "nativepodgroups"  # v1alpha2 (Kubernetes v1.36)
+WORKLOADS_V1BETA1, POD_GROUPS_V1BETA1 = "nativeworkloads-v1beta1", "nativepodgroups-v1beta1"  # v1.37
+COMPOSITES = "nativecompositepodgroups"  # v1alpha3 (v1.37)
 JOBS, UNBOUND_PODS, BOUND_PODS = "jobs", "unboundpods", "pods"
-API_KINDS = frozenset({WORKLOADS, POD_GROUPS})  # served only with the native API
-OBJECT_KINDS = frozenset({WORKLOADS, POD_GROUPS, JOBS})
+V137_KINDS = frozenset({WORKLOADS_V1BETA1, POD_GROUPS_V1BETA1, COMPOSITES})
+API_KINDS = frozenset({WORKLOADS, POD_GROUPS, *V137_KINDS})  # served only with the native API
+OBJECT_KINDS = frozenset({*API_KINDS, JOBS})
 KINDS = frozenset({*OBJECT_KINDS, UNBOUND_PODS})  # the Mirror hands these to the book whole
 UNBOUND_SELECTOR = "spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"
 Lister = Callable[..., Awaitable[Any]]
@@ -68,10 +72,10 @@ def slim_job(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     spec = obj.get("spec")
     template = spec.get("template") if isinstance(spec, Mapping) else None
     named = scheduling_group(template.get("spec") if isinstance(template, Mapping) else None)
-    if not isinstance(spec, Mapping) or not (named or job_gang_candidate(obj)):
-        return None
+    if not isinstance(spec, Mapping) or not (named or job_gang_candidate(obj, 37)):
+        return None  # (v1.37's rule keeps every Job v1.36's keeps)
     meta = obj.get("metadata") or {}
-    kept = ("parallelism", "completions", "completionMode", "template")
+    kept = ("parallelism", "completions", "completionMode", "template", "scheduling")
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -226,15 +230,27 @@ class NativeBook:
     def index(self) -> NativeIndex:
         """The index of what is kept now (the same object until something changes)."""
         if self._indexed != self.version:
+            objects = self.objects
             self._index = NativeIndex(
-                self.api_served or bool(self.members) or any(self.objects[k] for k in API_KINDS),
-                dict(self.objects[WORKLOADS]),
-                dict(self.objects[POD_GROUPS]),
-                dict(self.objects[JOBS]),
+                self.api_served or bool(self.members) or any(objects[k] for k in API_KINDS),
+                {**objects[WORKLOADS], **objects[WORKLOADS_V1BETA1]},
+                {**objects[POD_GROUPS], **objects[POD_GROUPS_V1BETA1]},
+                dict(objects[JOBS]),
                 dict(self.members),
+                composites=dict(objects[COMPOSITES]),
+                minor=self._minor(),
+                minor_known=bool(self.served) or any(objects[k] for k in API_KINDS),
             )
             self._indexed = self.version
         return self._index
+
+    def _minor(self) -> int:
+        """37 when only v1.37's versions answer or hold objects; 36 otherwise (a real API server
+        serves one release's versions, never both)."""
+        if any(self.objects[k] for k in V137_KINDS):
+            return 37
+        old = {WORKLOADS, POD_GROUPS}
+        return 37 if self.served & V137_KINDS and not self.served & old else 36
 
     def gated(self, make: Callable[[client.ApiClient], Lister]) -> Callable[[client.ApiClient], Lister]:
         """``make``'s lister, whose lists answer 404 while the native API is not served (the
@@ -248,7 +264,7 @@ class NativeBook:
                     async with asyncio.timeout(DECIDE_SECONDS):  # wait_for can drop a cancel (3.11)
                         await self.decided.wait()
                     if not self.api_served:
-                        raise ApiException(status=404, reason=f"{NATIVE_API} is not served")
+                        raise ApiException(status=404, reason="scheduling.k8s.io is not served")
                 return await inner(**kw)
 
             return call

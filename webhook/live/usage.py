@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from scorer.ledger import FreeLedger
 from webhook.live import heap
 from webhook.state.cluster import ClusterState
+from webhook.state.preemptible import add_ranked, ranked
 from webhook.state.quota_usage import QuotaCharge
 from webhook.state.rejected import Rejected
 from webhook.state.snapshot_usage import NodeUsage, UsageShards
@@ -33,8 +34,9 @@ Requests = Mapping[str, int]
 Shape = tuple[tuple[str, int], ...]  # a pod's requests as sorted pairs: hashable, shared, and
 # (holding only strings and ints) never tracked by the cycle collector, which would otherwise
 # walk 100,000 of them on every full collection and stall the loop.
-Use = tuple[str, Requests, bool]  # (node name, requests of one pod with `pods`, whether a TAS pod)
-Kept = tuple[str, Shape, bool]
+# (node name, requests of one pod with `pods`, whether a TAS pod, its priority)
+Use = tuple[str, Requests, bool, int]
+Kept = tuple[str, Shape, bool, int]
 Assigned = tuple[AssignedUse, ...]  # one Workload's usage, per leaf domain
 SnapshotKey = tuple[object, ...]
 Change = tuple[str | AssignedUse, Shape, int]  # (node or assigned domain, requests, sign)
@@ -49,6 +51,9 @@ class UsageBook:
         self.workloads: dict[str, Assigned] = {}
         self.tas_pods_count = True  # until the Workloads are known: then theirs count instead
         self.totals = UsageShards()  # node -> summed requests; values never mutated
+        # node -> summed requests by priority (`state.preemptible`), and its last published view
+        self.ranked = UsageShards()
+        self._ranked_view: Mapping[str, Requests] | None = None
         self.ledgers: dict[SnapshotKey, FreeLedger] = {}
         self.scopes: dict[SnapshotKey, Scope] = {}
         self.changed = False  # since the last publish, or since a rebuild took its copy
@@ -101,13 +106,13 @@ class UsageBook:
         if before == kept:
             return False
         if before is not None and self._counts(before):
-            self._account(before[0], before[1], -1)
+            self._account(before[0], before[1], -1, before[3])
         if kept is None:
             self.pods.pop(key, None)
         else:
             self.pods[key] = kept
             if self._counts(kept):
-                self._account(kept[0], kept[1], 1)
+                self._account(kept[0], kept[1], 1, kept[3])
         return True
 
     def set_workload(self, key: str, uses: Assigned) -> bool:
@@ -174,7 +179,20 @@ class UsageBook:
         snapshots = {key: ledger.publish(generation) for key, ledger in self.ledgers.items()}
         self.changed = False
         totals = self.totals.publish()  # the shards no event touched are shared (`NodeUsage`)
-        return state.with_usage(totals, snapshots, generation, self.assigned, rejected, self.charged)
+        return state.with_usage(
+            totals, snapshots, generation, self.assigned, rejected, self.charged, self.ranked_view()
+        )
+
+    def ranked_view(self) -> Mapping[str, Requests]:
+        """The per-priority usage as published (re-published only after it changed)."""
+        if self._ranked_view is None:
+            self._ranked_view = self.ranked.publish()
+        return self._ranked_view
+
+    def with_ranked(self, state: ClusterState) -> ClusterState:
+        """``state`` carrying the current per-priority usage (a rebuilt state is made without it)."""
+        view = self.ranked_view()
+        return state if state.ranked_usage is view else state.with_ranked_usage(view)
 
     def _counts(self, kept: Kept) -> bool:
         """Whether a pod counts on its node: not a TAS pod, or no Workload is known."""
@@ -182,25 +200,23 @@ class UsageBook:
 
     def _recount(self) -> None:
         totals: dict[str, dict[str, int]] = {}
+        ranks: dict[str, dict[str, int]] = {}
         for kept in self.pods.values():
             if self._counts(kept):
                 into = totals.setdefault(kept[0], {})
                 for name, amount in kept[1]:
                     into[name] = into.get(name, 0) + amount
+                add_ranked(ranks, kept[0], dict(kept[1]), kept[3])
         self.totals = UsageShards(totals)
+        self.ranked, self._ranked_view = UsageShards(ranks), None
         self.ledgers, self.scopes = {}, {}
         self._journal = None
         self.changed = True
 
-    def _account(self, node: str, shape: Shape, sign: int) -> None:
-        total = dict(self.totals.get(node) or ())
-        for name, amount in shape:
-            value = total.get(name, 0) + sign * amount
-            if value:
-                total[name] = value
-            else:
-                total.pop(name, None)
-        self.totals.set(node, total)
+    def _account(self, node: str, shape: Shape, sign: int, priority: int) -> None:
+        self.totals.set(node, _moved(self.totals.get(node), shape, sign))
+        self.ranked.set(node, _moved(self.ranked.get(node), ranked(shape, priority), sign))
+        self._ranked_view = None
         self._to_ledgers(node, shape, sign)
         if self._journal is not None:
             self._journal.append((node, shape, sign))
@@ -224,14 +240,26 @@ class UsageBook:
     def _interned(self, use: Use) -> Kept:
         """One shared shape per distinct pod requests and one string per node name: 100,000
         pods in a few dozen shapes cost a few dozen shapes."""
-        node, requests, tas = use
+        node, requests, tas, priority = use
         shape = tuple(sorted(requests.items()))
         found = self._shapes.get(shape)
         if found is None:
             if len(self._shapes) >= 65536:
                 self._shapes.clear()
             found = self._shapes[shape] = shape
-        return sys.intern(node), found, tas
+        return sys.intern(node), found, tas, priority
+
+
+def _moved(total: Requests | None, shape: Iterable[tuple[str, int]], sign: int) -> dict[str, int]:
+    """``total`` with one pod's ``shape`` added (``sign`` 1) or taken away (-1); zeros dropped."""
+    out = dict(total or ())
+    for name, amount in shape:
+        value = out.get(name, 0) + sign * amount
+        if value:
+            out[name] = value
+        else:
+            out.pop(name, None)
+    return out
 
 
 def private_frees(state: ClusterState) -> dict[SnapshotKey, array[int]]:

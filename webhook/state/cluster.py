@@ -64,6 +64,9 @@ class ClusterState:
     # Node name -> requests its pods use, when kept apart from the nodes (live mode); else None
     # and each node's own usage counts.
     usage: Mapping[str, Mapping[str, int]] | None = None
+    # Node name -> its bound pods' requests by priority (`state.preemptible`): what the v1.37
+    # kube-scheduler's group preemption may take.
+    ranked_usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # Admitted TAS Workloads' usage per leaf domain, subtracted in the snapshots that see it.
     assigned: tuple[AssignedUse, ...] = ()
     # Admitted Workloads' quota usage in their ClusterQueues (`state.quota_usage`).
@@ -161,6 +164,7 @@ class ClusterState:
         assigned: tuple[AssignedUse, ...],
         rejected: tuple[Rejected, ...] | None = None,
         charges: tuple[QuotaCharge, ...] | None = None,
+        ranked_usage: Mapping[str, Mapping[str, int]] | None = None,
     ) -> ClusterState:
         """The next generation when only usage changed (pods, admitted Workloads): same nodes
         and objects, the writer's snapshots (trees shared, free capacity current) and usage;
@@ -168,6 +172,7 @@ class ClusterState:
         return replace(
             self,
             usage=usage,
+            ranked_usage=self.ranked_usage if ranked_usage is None else ranked_usage,
             assigned=assigned,
             charges=self.charges if charges is None else charges,
             generation=generation,
@@ -175,6 +180,12 @@ class ClusterState:
             _snapshots=dict(snapshots),
             _lock=threading.Lock(),
             _origin=None,
+        )
+
+    def with_ranked_usage(self, ranked_usage: Mapping[str, Mapping[str, int]]) -> ClusterState:
+        """The same generation with the live writer's per-priority usage (`state.preemptible`)."""
+        return replace(
+            self, ranked_usage=ranked_usage, _snapshots=dict(self.snapshots()), _lock=threading.Lock()
         )
 
     def without_workload(self, workload: tuple[str, str]) -> ClusterState:
@@ -269,6 +280,7 @@ def build_state(
     assigned: tuple[AssignedUse, ...] | None = None,
     rejected: Iterable[Rejected] = (),
     charges: tuple[QuotaCharge, ...] | None = None,
+    ranked_usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ClusterState:
     """Fold any mix of Nodes, Pods, Namespaces, Workloads and Kueue objects into one state.
 
@@ -307,6 +319,7 @@ def build_state(
         generation=generation,
         engine=engine,
         usage=usage,
+        ranked_usage=fold.ranked if ranked_usage is None else ranked_usage,
         assigned=tuple(fold.workloads) if assigned is None else assigned,
         charges=tuple(fold.charges) if charges is None else charges,
         rejected=tuple(sorted([*rejected, *fold.rejected])),

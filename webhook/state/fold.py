@@ -30,6 +30,7 @@ from webhook.state.kueue_manager import (
 from webhook.state.kueue_release import KueueRelease, release_of
 from webhook.state.native import NativeFold
 from webhook.state.nodes import add_usage, parse_node, pod_usage
+from webhook.state.preemptible import add_ranked, pod_priority
 from webhook.state.priorities import add_priority_class
 from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
@@ -63,6 +64,9 @@ class Fold:
     runtimes: dict[RuntimeKey, Mapping[str, Any]] = field(default_factory=dict)
     limit_ranges: dict[str, list[LimitRange]] = field(default_factory=dict)  # by namespace
     overheads: dict[str, Mapping[str, Fraction]] = field(default_factory=dict)
+    # Bound pods' requests per node by priority (`state.preemptible`), TAS pods' apart.
+    ranked: dict[str, dict[str, int]] = field(default_factory=dict)
+    tas_ranked: dict[str, dict[str, int]] = field(default_factory=dict)
     workload_priority_classes: dict[str, int] = field(default_factory=dict)
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     rejected: list[Rejected] = field(default_factory=list)
@@ -95,6 +99,7 @@ class Fold:
     def count_tas_pods(self) -> None:
         """No Workload was seen: TAS pods count on their nodes like any other."""
         add_usage(self.from_tas_pods, self.from_pods)
+        add_usage(self.tas_ranked, self.ranked)
 
     def _add(self, obj: Mapping[str, Any]) -> None:
         kind, group = obj.get("kind"), str(obj.get("apiVersion", "")).split("/")[0]
@@ -148,8 +153,9 @@ class Fold:
             self.native.add_pod(obj)
             found = pod_usage(obj)
             if found is not None:
-                into = self.from_tas_pods if is_tas_pod(obj) else self.from_pods
-                add_usage({found[0]: found[1]}, into)
+                tas = is_tas_pod(obj)
+                add_usage({found[0]: found[1]}, self.from_tas_pods if tas else self.from_pods)
+                add_ranked(self.tas_ranked if tas else self.ranked, found[0], found[1], pod_priority(obj))
         elif kind == "Namespace":
             labels = string_map(metadata(obj).get("labels"), f"Namespace {name}: metadata.labels")
             self.namespaces[name] = labels

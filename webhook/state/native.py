@@ -1,13 +1,15 @@
-"""The native gang objects a state holds: ``scheduling.k8s.io/v1alpha2`` Workloads and PodGroups,
-the pods that name a PodGroup in ``spec.schedulingGroup``, and the batch/v1 Jobs whose pod
-template a Job-made Workload stands for.
+"""The native gang objects a state holds: ``scheduling.k8s.io`` Workloads, PodGroups and (v1.37)
+CompositePodGroups in whichever version the API server serves (``v1alpha2`` on Kubernetes v1.36,
+``v1beta1``/``v1alpha3`` on v1.37), the pods that name a PodGroup in ``spec.schedulingGroup``, and
+the batch/v1 Jobs whose pod template a Job-made Workload stands for.
 
 A native Workload or PodGroup carries no pod template: the requests of its pods are those of
 the Job its ``controllerRef`` names, or of the pods already naming the group. Whether the API
-is served at all is read from the dump: any object of ``scheduling.k8s.io/v1alpha2``, a pod
-with ``spec.schedulingGroup`` (the API server drops the field when the gate is off), or the
-group-version's discovery document (``kubectl get --raw /apis/scheduling.k8s.io/v1alpha2``, an
-``APIResourceList`` naming ``workloads`` and ``podgroups``).
+is served at all is read from the dump: any native object, a pod with ``spec.schedulingGroup``
+(the API server drops the field when the gate is off), or a served group-version's discovery
+document (``kubectl get --raw /apis/scheduling.k8s.io/v1beta1``, an ``APIResourceList`` naming
+``workloads`` and ``podgroups``). Which release serves it (``minor``) follows the version seen:
+v1.37 reads Jobs, priorities and composite groups differently (docs/native-v137.md).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.model.workloads.native import NATIVE_API, NativeObject, read_native, scheduling_group
+from webhook.model.workloads.native import (
+    COMPOSITE,
+    MINOR,
+    NativeObject,
+    is_native,
+    read_native,
+    scheduling_group,
+)
 from webhook.state.fields import metadata
 from webhook.state.native_nonzero import nonzero_extra
 from webhook.wire.errors import InvalidObject
@@ -47,6 +56,9 @@ class NativeIndex:
     # Node -> (milli-cpu, memory bytes) its bound pods count beyond their requests in the
     # kube-scheduler's NonZeroRequested, which its placement score reads (see `nonzero_extra`).
     nonzero: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    composites: Mapping[Key, NativeObject] = field(default_factory=dict)  # v1.37 CompositePodGroups
+    minor: int = 36  # the Kubernetes minor whose native API version is served
+    minor_known: bool = False  # read off a served version (not assumed from pods or the default)
 
 
 @dataclass
@@ -60,17 +72,20 @@ class NativeFold:
     members: dict[Key, Members] = field(default_factory=dict)
     nonzero: dict[str, tuple[int, int]] = field(default_factory=dict)
     count_nonzero: bool = True  # False when folding a manifest's pods over a state (`with_applied`)
+    composites: dict[Key, NativeObject] = field(default_factory=dict)
+    minor: int = 36
+    minor_known: bool = False
 
     def add(self, obj: Mapping[str, Any]) -> bool:
         """Fold ``obj`` in when it is one of these kinds; True if it was (raises InvalidObject)."""
         api, kind = obj.get("apiVersion"), obj.get("kind")
-        if kind == "APIResourceList" and obj.get("groupVersion") == NATIVE_API:
-            self.served = True
+        if kind == "APIResourceList" and obj.get("groupVersion") in MINOR:
+            self._serve(str(obj["groupVersion"]))
             return True
-        if api == NATIVE_API and kind in ("Workload", "PodGroup"):
-            self.served = True
+        if is_native(obj):
+            self._serve(str(api))
             found = read_native(obj)
-            into = self.workloads if kind == "Workload" else self.pod_groups
+            into = {"Workload": self.workloads, COMPOSITE: self.composites}.get(found.kind, self.pod_groups)
             into[(found.namespace, found.name)] = found
             return True
         if api == "batch/v1" and kind == "Job":
@@ -78,6 +93,11 @@ class NativeFold:
             self.jobs[(str(meta.get("namespace", "") or ""), str(meta.get("name", "")))] = obj
             return True
         return False
+
+    def _serve(self, api: str) -> None:
+        self.served = True
+        self.minor = max(self.minor, MINOR[api])
+        self.minor_known = True
 
     def add_pod(self, obj: Mapping[str, Any]) -> None:
         """Count a pod that names a PodGroup (its usage is counted by the caller, as for any pod),
@@ -132,11 +152,22 @@ class NativeFold:
             dict(index.members),
             dict(index.nonzero),
             count_nonzero=False,
+            composites=dict(index.composites),
+            minor=index.minor,
+            minor_known=index.minor_known,
         )
 
     def index(self) -> NativeIndex:
         return NativeIndex(
-            self.served, self.workloads, self.pod_groups, self.jobs, self.members, self.nonzero
+            self.served,
+            self.workloads,
+            self.pod_groups,
+            self.jobs,
+            self.members,
+            self.nonzero,
+            self.composites,
+            self.minor,
+            self.minor_known,
         )
 
 

@@ -103,12 +103,14 @@ def _candidate(review: Review, base: Decision, state: ClusterState, policy: Poli
     obj = review.obj
     if review.old_obj is not None or (base.api_version, base.kind) not in ADAPTERS:
         return None  # an UPDATE: the templates are immutable, the group made at CREATE
-    if base.kind in SKIPPED_KINDS or job_gang_candidate(obj) or owned_by_workload(obj):
+    if base.kind in SKIPPED_KINDS or job_gang_candidate(obj, state.native.minor) or owned_by_workload(obj):
         return None
     labels = metadata(obj).get("labels")
     queued = isinstance(labels, Mapping) and bool(labels.get(ann.QUEUE_LABEL))
     named = bool(metadata(obj).get("name"))  # generateName: the name is not known at /mutate
     if queued or not named or opted_out(obj) or not state.native.served:
+        return None
+    if state.native.minor >= 37:  # the reconciler writes v1alpha2 objects only (docs/native-v137.md)
         return None
     if base.namespace in policy.exempt_namespaces or len(pod_group_name(base.name)) > MAX_NAME:
         return None

@@ -22,16 +22,18 @@ from scorer.model import (
     Placement,
     TopologyRequest,
 )
-from scorer.native import NativePlacement, NativeRequest, bound_domain, place_native
+from scorer.native import NativePlacement, place_native
+from webhook.decide.native.composite import judge_composite
 from webhook.decide.native.inject import inject_native
-from webhook.decide.native.ports import one_per_node
+from webhook.decide.native.preemption import preempting, preemption_text
+from webhook.decide.native.priority import mixed_priorities
+from webhook.decide.native.request import native_request, on_empty, several_sizes
 from webhook.decide.native.subject import Group, Subject
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, PodSetVerdict, all_fit_now
-from webhook.model.podrequests import PodDefaults, pod_requests
+from webhook.model.podrequests import PodDefaults
 from webhook.model.quantity import format_quantity
-from webhook.model.scheduling import read_scheduling
 from webhook.model.workloads.native import GANG
 from webhook.state.cluster import ClusterState
 from webhook.wire.errors import InvalidObject
@@ -47,26 +49,31 @@ def decide_native(
         injected = inject_native(obj, base.namespace, subject, policy, state)
         defaults = state.pod_defaults(base.namespace)
         verdicts = tuple(_judge(g, state, defaults) for g in injected.subject.groups)
+        composite = judge_composite(injected.subject, state, defaults)
     except InvalidObject as exc:
         return _with(base, Reason.INVALID, False, message=str(exc))
     groups = injected.subject.groups
-    notes = list(injected.warnings)
+    notes = [*injected.warnings, *subject.notes, *composite.notes]
     if subject.kind == "Workload":
         verdicts = _stamped_without_key(groups, verdicts, state, defaults, notes)
     base = replace(base, warnings=(*base.warnings, *notes), patch=injected.patch)
     base = replace(base, pod_sets=verdicts, topology=None)
     short = [(g, g.supply) for g in groups if _short(g)]
     denials = [_too_few_text(g) for g, supply in short if supply is not None and supply.certain]
-    denials += [
-        _never_text(v, g, defaults)
-        for g, v in zip(groups, verdicts, strict=True)
-        if v.never and not v.never.fits
-    ]
+    never = [_never_text(v, g, defaults) for g, v in zip(groups, verdicts, strict=True) if _never(v)]
+    if subject.nested:  # a composite's gang may be met by its other child groups
+        notes_never = tuple(f"{text} Its CompositePodGroup may still run without it." for text in never)
+        base, never = replace(base, warnings=(*base.warnings, *notes_never)), []
+    denials += never
+    denials += [*mixed_priorities(groups, state), *([composite.never] if composite.never else [])]
     if denials:
         return _with(base, Reason.NEVER_FITS, False, message=" ".join(denials))
-    waits = tuple(_wait_text(v) for v in verdicts if not v.fits_now)
+    waits = tuple(_wait_text(v) for v in verdicts if not v.fits_now and not _never(v))
+    preempts = [(v.name, (v.native or {}).get("preempts")) for v in verdicts]
+    waits += tuple(preemption_text(name, victims) for name, victims in preempts if victims)
+    waits += tuple(text for text in (composite.wait, composite.preempts) if text)
     waits += tuple(_too_few_text(g) for g, supply in short if supply is not None and not supply.certain)
-    reason = Reason.FITS if all_fit_now(verdicts) else Reason.WAITS
+    reason = Reason.FITS if all_fit_now(verdicts) and not composite.wait else Reason.WAITS
     return _with(base, reason, True, warnings=(*base.warnings, *waits))
 
 
@@ -99,6 +106,10 @@ def _stamped_without_key(
     return tuple(out)
 
 
+def _never(v: PodSetVerdict) -> bool:
+    return v.never is not None and not v.never.fits
+
+
 def _short(g: Group) -> bool:
     """A gang with fewer pods to come than its minCount: GangScheduling's PreEnqueue keeps every
     one of them out of the scheduling queue until ``minCount`` exist, so none is ever tried."""
@@ -115,78 +126,25 @@ def _too_few_text(g: Group) -> str:
 
 
 def _judge(g: Group, state: ClusterState, defaults: PodDefaults) -> PodSetVerdict:
-    """One group placed now and on the empty cluster. Requests are the pods' as the kube-scheduler
-    reads them: after the API server's LimitRanger and RuntimeClass admission filled in what a
-    Job's template (or a manifest's pod) leaves out; on pods already created that is a no-op."""
-    spec = g.pod_spec or {}
-    requests = pod_requests(spec, g.spec_path, defaults)
-    found = read_scheduling(spec, g.spec_path)
-    domain = _bound_domain(g, state)
-    shapes = _queued_shapes(g, state, defaults)
-    req = NativeRequest(
-        name=g.spec.name,
-        count=g.count,
-        min_count=g.spec.min_count,
-        requests=requests,
-        key=g.spec.key,
-        tolerations=found.tolerations,
-        node_selector=found.node_selector,
-        affinity=found.affinity,
-        scheduled=g.members.bound,
-        bound_domain=domain,
-        pods=shapes,
-        host_ports=one_per_node(g.pod_specs or [spec]),
-    )
+    """One group placed now and on the empty cluster (``native_request`` reads its pods)."""
+    req = native_request(g, state, defaults)
     now = place_native(state.nodes, req, state.usage, empty=False, nonzero=state.native.nonzero)
-    never = place_native(
-        state.nodes, replace(req, count=g.count + g.members.bound, scheduled=0, bound_domain=None), None, True
-    )
+    never = place_native(state.nodes, on_empty(req), None, True)
+    preempted = preempting(g, req, state) if not now.fits and never.fits else None
+    if preempted is not None:
+        now = preempted[0]
     request = TopologyRequest(Mode.REQUIRED if g.spec.key else Mode.UNCONSTRAINED, g.spec.key)
     return PodSetVerdict(
         name=g.spec.name,
         count=g.count + g.members.bound,
-        requests=requests,
+        requests=req.requests,
         request=request,
         injected=False,
-        now=_placement(g, now, g.members.bound, domain),
+        now=_placement(g, now, g.members.bound, req.bound_domain),
         never=_placement(g, never),
         min_count=g.spec.min_count,
-        native=_native_json(g, now),
+        native={**_native_json(g, now), **({"preempts": preempted[1]} if preempted else {})},
     )
-
-
-def _queued_shapes(g: Group, state: ClusterState, defaults: PodDefaults) -> tuple[Mapping[str, int], ...]:
-    """Pods of several shapes, in the PodGroup cycle's order (priority, then creation: here the
-    order seen); () when they are all of one shape, the fast path."""
-    if not _several_sizes(g, defaults):
-        return ()
-    shapes = [pod_requests(spec, g.spec_path, defaults) for spec in g.pod_specs]
-    order = sorted(range(len(shapes)), key=lambda i: -_priority(g.pod_specs[i], state))
-    return tuple(shapes[i] for i in order)
-
-
-def _several_sizes(g: Group, defaults: PodDefaults) -> bool:
-    """Every queued pod is known one by one, and they do not all ask for the same."""
-    if len(g.pod_specs) < 2 or len(g.pod_specs) != g.count:
-        return False
-    shapes = [pod_requests(spec, g.spec_path, defaults) for spec in g.pod_specs]
-    return any(shape != shapes[0] for shape in shapes)
-
-
-def _priority(spec: Mapping[str, Any], state: ClusterState) -> int:
-    """The pod's priority as admission sets it: ``spec.priority``, else its class, else default."""
-    value = spec.get("priority")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    found = state.priority_classes.pod.get(str(spec.get("priorityClassName") or ""))
-    return found[0] if found is not None else state.priority_classes.default_value()
-
-
-def _bound_domain(g: Group, state: ClusterState) -> str | None:
-    """The domain the group's bound pods sit in (the scheduler confines the rest to it)."""
-    if g.spec.key is None:
-        return None
-    return bound_domain({n.name: n.labels for n in state.nodes}, g.spec.key, g.members.nodes)
 
 
 def _placement(g: Group, p: NativePlacement, bound: int = 0, confined: str | None = None) -> Placement:
@@ -252,7 +210,7 @@ def _pods(n: int) -> str:
 def _never_text(v: PodSetVerdict, g: Group, defaults: PodDefaults) -> str:
     assert v.never is not None
     req = ", ".join(f"{r}: {format_quantity(r, n)}" for r, n in sorted(v.requests.items())) or "no requests"
-    if _several_sizes(g, defaults):
+    if several_sizes(g, defaults):
         req = f"{len(g.pod_specs)} pods of several sizes, tried in the kube-scheduler's order"
     else:
         req = f"per pod {req}"

@@ -20,6 +20,7 @@ from webhook.model import annotations as ann
 from webhook.model.workloads import owned_by_workload
 from webhook.model.workloads.base import count_at, metadata
 from webhook.model.workloads.native import (
+    COMPOSITE,
     GANG,
     GroupSpec,
     NativeObject,
@@ -28,6 +29,7 @@ from webhook.model.workloads.native import (
     read_native,
     scheduling_group,
 )
+from webhook.model.workloads.native_v1beta1 import job_scheduling
 from webhook.state.cluster import ClusterState
 from webhook.state.native import Members
 from webhook.wire.errors import InvalidObject
@@ -57,13 +59,17 @@ class Group:
     members: Members = field(default_factory=Members)
     pod_specs: tuple[Mapping[str, Any], ...] = ()  # each queued pod's spec, when known one by one
     supply: Supply | None = None  # the pods that will exist (None: not known)
+    group: NativeObject | None = None  # the PodGroup object, when one exists (v1.37: its priority)
 
 
 @dataclass(frozen=True)
 class Subject:
-    kind: str  # "Workload", "PodGroup", "Job", "Pod"
+    kind: str  # "Workload", "PodGroup", "CompositePodGroup", "Job", "Pod"
     groups: tuple[Group, ...]
     missing: str = ""  # why the pods' requests are not known (then not checked)
+    parent: NativeObject | None = None  # v1.37: the group's parent CompositePodGroup (or itself)
+    notes: tuple[str, ...] = ()  # what could not be checked, said as warnings
+    nested: bool = False  # a v1.37 Workload whose templates sit under CompositePodGroup templates
 
 
 def native_subject(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
@@ -72,7 +78,9 @@ def native_subject(obj: Mapping[str, Any], namespace: str, state: ClusterState) 
         found = read_native(obj, namespace)
         if found.kind == "Workload":
             return _workload(found, state)
-        return _pod_group(found, state)
+        if found.kind == COMPOSITE:
+            return Subject(COMPOSITE, (), parent=found)
+        return with_parent(pod_group_subject(found, state), found, state)
     if obj.get("apiVersion") == "batch/v1" and obj.get("kind") == "Job":
         return _job(obj, namespace, state)
     if obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod":
@@ -95,7 +103,7 @@ def _workload(wl: NativeObject, state: ClusterState) -> Subject:
         if stamped is None:
             return Subject("Workload", (), _no_pods("Workload", wl.name, job_name))
         groups.append(stamped)
-    return Subject("Workload", tuple(groups))
+    return Subject("Workload", tuple(groups), nested=bool(wl.composites))
 
 
 def _stamped(wl: NativeObject, template: str, state: ClusterState) -> Group | None:
@@ -113,7 +121,8 @@ def _stamped(wl: NativeObject, template: str, state: ClusterState) -> Group | No
     return None
 
 
-def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
+def pod_group_subject(pg: NativeObject, state: ClusterState) -> Subject:
+    """A PodGroup's one group, its pods found through the objects around it."""
     g = pg.groups[0]
     members = state.native.members.get((pg.namespace, pg.name), Members())
     naming = _jobs_naming(pg.namespace, pg.name, state)
@@ -123,11 +132,11 @@ def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
         supply = _seen(members, "it")
         if naming:
             supply = _from_jobs(naming, members)
-        group = Group(g, count, members.spec, "spec", source, members, members.specs, supply)
+        group = Group(g, count, members.spec, "spec", source, members, members.specs, supply, pg)
         return Subject("PodGroup", (group,))
     if naming:
         first, maker = naming[0]
-        found = replace(_from_job(g, maker, f"Job {first}"), supply=_from_jobs(naming, members))
+        found = replace(_from_job(g, maker, f"Job {first}"), supply=_from_jobs(naming, members), group=pg)
         return Subject("PodGroup", (found,))
     job_name = pg.owner_job
     if job_name is None and pg.template_ref is not None:
@@ -137,9 +146,9 @@ def _pod_group(pg: NativeObject, state: ClusterState) -> Subject:
     job = state.native.jobs.get((pg.namespace, job_name)) if job_name else None
     if job is not None:
         certain = job_name == pg.owner_job  # else named only by its Workload's spec.controllerRef
-        return Subject("PodGroup", (_from_job(g, job, f"Job {job_name}", certain),))
+        return Subject("PodGroup", (replace(_from_job(g, job, f"Job {job_name}", certain), group=pg),))
     return Subject(
-        "PodGroup", (Group(g, g.min_count, None, "", ""),), _no_pods("PodGroup", pg.name, job_name)
+        "PodGroup", (Group(g, g.min_count, None, "", "", group=pg),), _no_pods("PodGroup", pg.name, job_name)
     )
 
 
@@ -151,11 +160,17 @@ def _job(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
     if joined is not None:
         return joined
     kueue = state.topologies or state.flavors or state.cluster_queues or state.local_queues
-    if not job_gang_candidate(obj) or not (state.native.served or not kueue):
+    minor = state.native.minor
+    if not job_gang_candidate(obj, minor) or not (state.native.served or not kueue):
         return None
-    parallelism = int(obj["spec"]["parallelism"])
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
-    spec = GroupSpec(f"{name}-pgt-0", GANG, parallelism, None, "spec.parallelism")
+    if minor >= 37:  # a gang (or a topology) only when spec.scheduling asks for one
+        asked = job_scheduling(obj)
+        if asked is None or (asked.policy != GANG and asked.key is None):
+            return None
+        spec = replace(asked, name=f"{name}-pgt-0")
+    else:
+        spec = GroupSpec(f"{name}-pgt-0", GANG, int(obj["spec"]["parallelism"]), None, "spec.parallelism")
     return Subject("Job", (_from_job(spec, obj, "its pod template"),))
 
 
@@ -181,7 +196,7 @@ def _job_group(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> S
     found = Group(
         g, max(g.min_count - members.bound, count), pod_spec, "spec.template.spec", "its pod template"
     )
-    return Subject("Job", (replace(found, members=members, supply=supply),))
+    return with_parent(Subject("Job", (replace(found, members=members, supply=supply, group=pg),)), pg, state)
 
 
 def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject | None:
@@ -200,7 +215,22 @@ def _pod(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
     specs = members.specs if name in members.names else (*members.specs, spec)
     count = max(g.min_count - members.bound, len(specs))
     supply = Supply(members.bound + len(specs), False, f"{_pods(members.bound + len(specs))} name it so far")
-    return Subject("Pod", (Group(g, count, spec, "spec", "this pod", members, specs, supply),))
+    found = Group(g, count, spec, "spec", "this pod", members, specs, supply, pg)
+    return with_parent(Subject("Pod", (found,)), pg, state)
+
+
+def with_parent(subject: Subject, pg: NativeObject, state: ClusterState) -> Subject:
+    """A v1.37 PodGroup under a CompositePodGroup is placed with its siblings: the parent named."""
+    if pg.parent is None:
+        return subject
+    parent = state.native.composites.get((pg.namespace, pg.parent))
+    if parent is None:
+        note = (
+            f'not checked with its sibling groups: CompositePodGroup "{pg.parent}" is not in the state '
+            "(the kube-scheduler holds the group's pods until it exists)"
+        )
+        return replace(subject, notes=(*subject.notes, note))
+    return replace(subject, parent=parent)
 
 
 def _from_job(g: GroupSpec, job: Mapping[str, Any], source: str, certain: bool = True) -> Group:
