@@ -27,6 +27,8 @@ from webhook.live.native import COMPOSITES, POD_GROUPS_V1BETA1, WORKLOADS_V1BETA
 from webhook.live.usage import UsageBook
 from webhook.model.workloads.native import read_native
 from webhook.state.cluster import ClusterState, build_state
+from webhook.track.ledger import Ledger
+from webhook.track.native import as_workload, parse_native_group
 from webhook.wire.errors import InvalidObject
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "native-v137"
@@ -283,3 +285,18 @@ def test_live_usage_keeps_each_pods_priority() -> None:
     assert dict(state.ranked_usage["n1"]) == {"cpu@5": 1000, "pods@5": 1, "cpu@0": 500, "pods@0": 1}
     book.set("ns/a", None)
     assert dict(book.with_ranked(state).ranked_usage["n1"]) == {"cpu@0": 500, "pods@0": 1}
+
+
+def test_the_tracker_reads_v137s_condition_and_version() -> None:
+    docs = _docs(FIXTURES / "rack-gang.yaml")
+    (pg,) = [d for d in docs if d["kind"] == "PodGroup"]
+    record = parse_native_group(pg)
+    assert record.scheduled and not record.problem
+    assert record.spec["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    assert as_workload(record, ()).api == "scheduling.k8s.io/v1beta1"
+    ledger = Ledger()
+    ledger.replace("nativepodgroups-v1beta1", [pg])
+    ledger.replace(
+        "nativepodgroups", []
+    )  # v1alpha2 not served on v1.37: its empty list drops no v1beta1 group
+    assert record.key in ledger.native

@@ -13,15 +13,20 @@ from kubernetes_asyncio import client
 
 from webhook.decide.gangs import GANG_BACKENDS
 from webhook.live.kinds import KUEUE, Kind, custom_lister
-from webhook.model.workloads.native import NATIVE_API
+from webhook.model.workloads.native import NATIVE_API, V1BETA1
 from webhook.track.records import PODSET_LABEL
 
 WORKLOADS, GANG_PODS = "workloads", "gang-pods"
 # One watch of each gang backend's PodGroups (`decide.gangs`), named after the Mirror's kind.
 GANG_GROUP_KINDS = {f"gang-{b.served_kind}": b for b in GANG_BACKENDS.values()}
 GANG_PODGROUPS = f"gang-{GANG_BACKENDS['coscheduling'].served_kind}"  # Coscheduling's
-# Native v1.36 PodGroups (their pods come from the Mirror's own watches: ``live.native``).
+# Native PodGroups, v1.36's and v1.37's (their pods come from the Mirror's own watches: ``live.native``).
 GANG_NATIVE_PODGROUPS = "gang-nativepodgroups"
+GANG_NATIVE_PODGROUPS_V1BETA1 = "gang-nativepodgroups-v1beta1"
+NATIVE_TABLES = {
+    GANG_NATIVE_PODGROUPS: "nativepodgroups",
+    GANG_NATIVE_PODGROUPS_V1BETA1: "nativepodgroups-v1beta1",
+}
 WORKLOAD_API = f"{KUEUE}/v1beta2"
 
 
@@ -47,6 +52,13 @@ def tracked_kinds() -> list[Kind]:
             custom("scheduling.k8s.io", "v1alpha2", "podgroups"),
             True,
         ),
+        Kind(
+            GANG_NATIVE_PODGROUPS_V1BETA1,
+            V1BETA1,
+            "PodGroup",
+            custom("scheduling.k8s.io", "v1beta1", "podgroups"),
+            True,
+        ),
     ]
 
 
@@ -56,6 +68,6 @@ def ledger_table(kind: str) -> str:
         return "workloads"
     if kind == GANG_PODS:
         return "pods"
-    if kind == GANG_NATIVE_PODGROUPS:
-        return "nativepodgroups"
+    if kind in NATIVE_TABLES:
+        return NATIVE_TABLES[kind]
     return GANG_GROUP_KINDS[kind].served_kind

@@ -97,7 +97,7 @@ class Tracker:
         table = ledger_table(kind)
         if table == "workloads":
             self._workload(event, obj)
-        elif table == "nativepodgroups":
+        elif table.startswith("nativepodgroups"):
             self._native_group(event, obj)
         elif table == "pods":
             self.ledger.drop_pod(obj) if event == "DELETED" else self.ledger.put_pod(obj)
@@ -246,7 +246,7 @@ class Tracker:
     def _emit(self, record: WorkloadRecord, reason: str, action: str, note: str, episode: str) -> None:
         if self.events is None:
             return
-        api, kind = (NATIVE_API, "PodGroup") if record.native else (WORKLOAD_API, "Workload")
+        api, kind = (record.api or NATIVE_API, "PodGroup") if record.native else (WORKLOAD_API, "Workload")
         workload = ObjectRef(api, kind, record.namespace, record.name, record.uid)
         owner = record.owner
         regarding = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.decide.policy import Policy
-from webhook.model.workloads.native import NATIVE_API
+from webhook.model.workloads.native import NATIVE_APIS, V1ALPHA2, V1BETA1
 from webhook.state.cluster import ClusterState
 from webhook.track.classify import Gang, State, Status, classify
 from webhook.track.native import NativeGroupRecord, as_workload, assess_native, parse_native_group
@@ -41,7 +41,7 @@ class Job:
     spec: Mapping[str, Any]
 
     def run(self, state: ClusterState, policy: Policy) -> Assessment:
-        if self.spec.get("apiVersion") == NATIVE_API:  # a native PodGroup (`track.native`)
+        if self.spec.get("apiVersion") in NATIVE_APIS:  # a native PodGroup (`track.native`)
             return assess_native(self.spec, state)
         try:
             view = workload_view(self.spec, state.pod_defaults(self.namespace))
@@ -132,9 +132,10 @@ class Ledger:
             self.pods = {}
             for obj in items:
                 self.put_pod(obj)
-        elif kind == "nativepodgroups":
+        elif kind.startswith("nativepodgroups"):  # one table per served version
+            api = V1BETA1 if kind.endswith("v1beta1") else V1ALPHA2
             seen = {self.put_native(obj)[1].key for obj in items}
-            for key in set(self.native) - seen:
+            for key in {k for k, r in self.native.items() if r.spec.get("apiVersion") == api} - seen:
                 self.drop_native(key)
         else:
             backend = "volcano" if kind == "volcanopodgroups" else "coscheduling"

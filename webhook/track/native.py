@@ -1,5 +1,7 @@
-"""Native v1.36 gangs after admission: a ``scheduling.k8s.io/v1alpha2`` PodGroup and its pods,
-followed with the same lifecycle states, phases and prediction check as a Kueue Workload.
+"""Native gangs after admission: a ``scheduling.k8s.io`` PodGroup (v1.36's ``v1alpha2``, v1.37's
+``v1beta1``) and its pods, followed with the same lifecycle states, phases and prediction check as
+a Kueue Workload. v1.37's scheduler names its condition ``PodGroupInitiallyScheduled`` (same
+reasons, never set back once True): read as ``PodGroupScheduled``.
 
 The kube-scheduler v1.36.5 writes one condition on a PodGroup (``schedule_one_podgroup.go``,
 ``updatePodGroupCondition``; types in ``k8s.io/api/scheduling/v1alpha2``): ``PodGroupScheduled``
@@ -25,7 +27,7 @@ from webhook.decide.decision import decide
 from webhook.decide.policy import NONE_POLICY
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Review
-from webhook.model.workloads.native import NATIVE_API, read_native
+from webhook.model.workloads.native import NATIVE_API, NATIVE_APIS, read_native
 from webhook.state.admission import PodSetAdmission
 from webhook.state.cluster import ClusterState
 from webhook.track.fields import timestamp
@@ -34,6 +36,7 @@ from webhook.track.records import Condition, Owner, PodRecord, WorkloadRecord, p
 from webhook.wire.errors import InvalidObject
 
 SCHEDULED, DISRUPTION = "PodGroupScheduled", "DisruptionTarget"
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"  # v1.37's name for it
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
 ANY_NODE = "(any node)"  # the one domain of a group without a topology key
 Labels = Mapping[str, Mapping[str, str]]
@@ -69,7 +72,8 @@ def parse_native_group(obj: Mapping[str, Any]) -> NativeGroupRecord:
     problem (the gang is still followed, not judged)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
-    slim = {"apiVersion": NATIVE_API, "kind": "PodGroup", "metadata": _slim_meta(meta), "spec": spec}
+    api = obj.get("apiVersion") if obj.get("apiVersion") in NATIVE_APIS else NATIVE_API
+    slim = {"apiVersion": api, "kind": "PodGroup", "metadata": _slim_meta(meta), "spec": spec}
     min_count, key, problem = 1, None, ""
     try:
         group = read_native(slim).groups[0]
@@ -85,7 +89,7 @@ def parse_native_group(obj: Mapping[str, Any]) -> NativeGroupRecord:
         topology=key,
         created=timestamp(meta.get("creationTimestamp")),
         owner=_controller(meta),
-        conditions=parse_conditions(status.get("conditions")),
+        conditions=_scheduled_as_v136(parse_conditions(status.get("conditions"))),
         spec=slim,
         problem=problem,
     )
@@ -118,6 +122,7 @@ def as_workload(group: NativeGroupRecord, pods: Sequence[PodRecord]) -> Workload
         requests={group.name: ("required", group.topology)} if group.topology else {},
         native=True,
         levels=(group.topology,) if group.topology else (),
+        api=str(group.spec.get("apiVersion") or NATIVE_API),
     )
 
 
@@ -170,6 +175,14 @@ def _domains(placement: Placement | None) -> dict[str, int]:
         value = domain.values[-1] if domain.values else ANY_NODE
         out[value] = out.get(value, 0) + domain.count
     return out
+
+
+def _scheduled_as_v136(conditions: Mapping[str, Condition]) -> Mapping[str, Condition]:
+    """v1.37's ``PodGroupInitiallyScheduled`` under v1.36's name, which the classification reads."""
+    found = conditions.get(INITIALLY_SCHEDULED)
+    if found is None or SCHEDULED in conditions:
+        return conditions
+    return {**{k: v for k, v in conditions.items() if k != INITIALLY_SCHEDULED}, SCHEDULED: found}
 
 
 def _slim_meta(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -66,7 +66,8 @@ class WorkloadRecord:
     # PodSet name -> (mode, level) of its spec.topologyRequest: "required" / "preferred" with the
     # level, "unconstrained" with "" (what placement quality is judged against, after admission)
     requests: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    native: bool = False  # a native v1.36 PodGroup read as a Workload (``track.native``)
+    native: bool = False  # a native PodGroup read as a Workload (``track.native``)
+    api: str = ""  # a native PodGroup's apiVersion (the version its cluster serves)
     # Admission checks as the Workload reports them: name -> (state, message), in order.
     checks: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     # Kueue reserved quota with no topology yet (``delayedTopologyRequest: Pending``): placed once
