@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.webhook.test_native import _native_policy
 from webhook.decide.decision import decide
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
@@ -300,3 +301,18 @@ def test_the_tracker_reads_v137s_condition_and_version() -> None:
         "nativepodgroups", []
     )  # v1alpha2 not served on v1.37: its empty list drops no v1beta1 group
     assert record.key in ledger.native
+
+
+def test_policy_topology_reaches_the_job_controllers_v1beta1_pod_group() -> None:
+    """The Job is judged with the key the policy gives; its PodGroup gets it at its own CREATE."""
+    gang, unbound = _submitted("job-gang.yaml")
+    state = build_state(BASE + gang + unbound)
+    policy = _native_policy("topology.example.com/rack")
+    (job,) = [d for d in gang if d["kind"] == "Job"]
+    d = decide(Review(job, job["metadata"]["namespace"]), state, policy)
+    (v,) = d.pod_sets
+    assert d.reason is Reason.FITS and v.request.level == "topology.example.com/rack"
+    (pg,) = [d for d in gang if d["kind"] == "PodGroup"]
+    d = decide(Review(pg, pg["metadata"]["namespace"]), state, policy)
+    key = {"topology": [{"key": "topology.example.com/rack"}]}
+    assert d.patch == ({"op": "add", "path": "/spec/schedulingConstraints", "value": key},)

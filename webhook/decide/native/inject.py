@@ -28,7 +28,9 @@ from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
 from webhook.state.cluster import ClusterState
 
 BACKEND = "native"
-JOB_GANG = "spec.parallelism"  # the group a Job controller will make (`native_subject._job`)
+# The group a Job controller will make (`native_subject._job`): v1.36's from the Job's counts,
+# v1.37's from its spec.scheduling. Its PodGroup gets the key at its own CREATE (this webhook).
+JOB_GANG = frozenset({"spec.parallelism", "spec.scheduling.schedulingPolicy"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def inject_native(
         if (
             g.spec.key is not None
             or g.pod_spec is None
-            or (subject.kind == "Job" and g.spec.path != JOB_GANG)
+            or (subject.kind == "Job" and g.spec.path not in JOB_GANG)
         ):
             groups.append(g)
             continue
