@@ -146,6 +146,7 @@ async def test_a_group_of_the_job_controllers_own_is_never_made(
 
 async def test_without_the_native_api_the_unbound_pods_are_never_listed(fake: FakeApi) -> None:
     fake.fail("GET", "/apis/scheduling.k8s.io/v1alpha2/podgroups", 404, times=1000)
+    fake.fail("GET", "/apis/scheduling.k8s.io/v1beta1/podgroups", 404, times=1000)  # nor v1.37's
     job_pods(fake, stored_job(fake))
     api = fake.client()
     rec = Counted(api, compute, settings=FAST)

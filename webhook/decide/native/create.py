@@ -39,7 +39,14 @@ from webhook.model.paths import field_path
 from webhook.model.podrequests import pod_requests
 from webhook.model.workloads import PodSetTemplate, WorkloadPodSets, extract, owned_by_workload
 from webhook.model.workloads.base import metadata
-from webhook.model.workloads.native import GANG, NATIVE_API, GroupSpec, job_gang_candidate, scheduling_group
+from webhook.model.workloads.native import (
+    GANG,
+    NATIVE_API,
+    V1BETA1,
+    GroupSpec,
+    job_gang_candidate,
+    scheduling_group,
+)
 from webhook.model.workloads.registry import ADAPTERS
 from webhook.state.cluster import ClusterState
 from webhook.wire.errors import InvalidObject
@@ -92,7 +99,8 @@ def create_native(review: Review, base: Decision, state: ClusterState, policy: P
     entries = [
         MapEntry((*p.template_path, "spec"), "schedulingGroup", {"podGroupName": name}) for p in templates
     ]
-    objects = native_objects(review.obj, base.namespace, group.spec.min_count, group.spec.key)
+    api = V1BETA1 if state.native.minor >= 37 else NATIVE_API  # the version the cluster serves
+    objects = native_objects(review.obj, base.namespace, group.spec.min_count, group.spec.key, api)
     audit = {**judged.audit, "native-group": name}
     return replace(judged, patch=tuple(build_patch(review.obj, entries)), pod_groups=objects, audit=audit)
 
@@ -109,8 +117,6 @@ def _candidate(review: Review, base: Decision, state: ClusterState, policy: Poli
     queued = isinstance(labels, Mapping) and bool(labels.get(ann.QUEUE_LABEL))
     named = bool(metadata(obj).get("name"))  # generateName: the name is not known at /mutate
     if queued or not named or opted_out(obj) or not state.native.served:
-        return None
-    if state.native.minor >= 37:  # the reconciler writes v1alpha2 objects only (docs/native-v137.md)
         return None
     if base.namespace in policy.exempt_namespaces or len(pod_group_name(base.name)) > MAX_NAME:
         return None
@@ -147,11 +153,12 @@ def _shape(p: PodSetTemplate) -> tuple[tuple[str, int], ...]:
 
 
 def native_objects(
-    obj: Mapping[str, Any], namespace: str, min_count: int, key: str | None
+    obj: Mapping[str, Any], namespace: str, min_count: int, key: str | None, api: str = NATIVE_API
 ) -> tuple[dict[str, Any], ...]:
-    """The Workload (first: ``PodGroupWorkloadExists`` refuses a PodGroup before its Workload)
-    and the PodGroup stamped from it, as ``k8s.io/api/scheduling/v1alpha2`` spells them. The
-    reconciler adds the ownerReference to the workload (its uid is known once it is stored)."""
+    """The Workload (first: v1.36's ``PodGroupWorkloadExists`` refuses a PodGroup before its
+    Workload) and the PodGroup stamped from it, as ``k8s.io/api/scheduling/<api's version>`` spells
+    them (v1beta1: ``workloadRef``). The reconciler adds the ownerReference to the workload (its
+    uid is known once it is stored)."""
     name = str(metadata(obj).get("name"))
     group, _, _ = str(obj.get("apiVersion")).rpartition("/")
 
@@ -161,8 +168,13 @@ def native_objects(
     def constraints() -> dict[str, Any]:
         return {"schedulingConstraints": {"topology": [{"key": key}]}} if key else {}
 
+    ref = (
+        {"workloadRef": {"workloadName": name, "templateName": TEMPLATE}}
+        if api != NATIVE_API
+        else {"podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": TEMPLATE}}}
+    )
     workload = {
-        "apiVersion": NATIVE_API,
+        "apiVersion": api,
         "kind": "Workload",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
@@ -171,11 +183,11 @@ def native_objects(
         },
     }
     pod_group = {
-        "apiVersion": NATIVE_API,
+        "apiVersion": api,
         "kind": "PodGroup",
         "metadata": {"name": pod_group_name(name), "namespace": namespace},
         "spec": {
-            "podGroupTemplateRef": {"workload": {"workloadName": name, "podGroupTemplateName": TEMPLATE}},
+            **ref,
             "schedulingPolicy": policy(),
             **constraints(),
         },
