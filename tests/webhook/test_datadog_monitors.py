@@ -21,6 +21,7 @@ from datadog_api_client.v1.model.monitor import Monitor
 
 from webhook.live.events import REPORTING_CONTROLLER
 
+from .fixtures.datadog.apiserver import kube_apiserver
 from .fixtures.datadog.queries import (
     CHART_FILES,
     DATADOG,
@@ -38,17 +39,11 @@ from .fixtures.datadog.translate import quantile_agrees, time_conditions
 RULE = ROOT / "manifests" / "overlays" / "monitoring" / "prometheusrule.yaml"
 CHECK_SECONDS = 15  # the Agent runs a check every 15 s: a service check monitor counts runs
 REMAINING = "tasgate_certificate_expiry_seconds_remaining"  # what an alert on ... - time() reads
-# The API server's series Datadog's kube_apiserver_metrics check sends (its METRICS mapping), as
-# the Datadog name whose .count its metadata.csv declares (fixtures/datadog/).
-KUBE_APISERVER = {
-    "apiserver_admission_webhook_admission_duration_seconds": (
-        "kube_apiserver.admission_webhook_admission_latencies_seconds"
-    )
-}
+# The API server's series Datadog's kube_apiserver_metrics check sends: by its METRICS mapping (the
+# name whose .count its metadata.csv declares) or by the instance docs/datadog.md gives (its own
+# ``metrics`` entry: the rejection counter), fixtures/datadog/apiserver.py.
+KUBE_APISERVER = kube_apiserver()
 UNMAPPED = {
-    "TasgateWebhookCallsFailing": "reads apiserver_admission_webhook_rejection_count by error_type: "
-    "Datadog's kube_apiserver_metrics check does not map that counter (its metadata.csv has no rejection "
-    "series; its apiserver_admission_webhook_request_total has no error_type to tell failures from denials)",
     "TasgateGangStraggler": "joins dcgm-exporter's series to tasgate_pod_info per gang: no gang tag reaches "
     "dcgm.* (pod labels as tags tag the scraped dcgm-exporter pod, not the pod a GPU series names), and "
     "outliers() flags by distance from peers, not below half the gang's mean",
@@ -117,10 +112,12 @@ def depth0_comparisons(expr: str) -> list[tuple[str, float]]:
 
 def needs(expr: str, record: dict[str, str]) -> set[str]:
     """What of an alert's expression Datadog cannot read: a current time (unless the annotation
-    sends the seconds left), an API server series the kube_apiserver_metrics check does not map,
-    or tasgate_pod_info (the annotation leaves it out), also through the recording rules it reads."""
+    sends the seconds left), an API server series the kube_apiserver_metrics check does not send
+    (with the documented instance), or tasgate_pod_info (the annotation leaves it out), also through
+    the recording rules it reads."""
     found = {"time()"} if "time()" in expr and REMAINING not in renamed() else set()
-    served = set(re.findall(r"\b(apiserver_\w+?)(?:_bucket|_count|_sum)?\b", expr))
+    names = re.findall(r"\bapiserver_\w+", re.sub(r'"[^"]*"', "", expr))  # not a label's value
+    served = {n if n in KUBE_APISERVER else re.sub(r"_(bucket|count|sum)$", "", n) for n in names}
     found |= {"apiserver"} if served - set(KUBE_APISERVER) else set()
     found |= (
         {"tasgate_pod_info"} if "tasgate_pod_info" in expr and "tasgate_pod_info" not in renamed() else set()
@@ -234,6 +231,9 @@ MUTATIONS = [
     ("TasgateCertificateExpired", ("query", "min(last_1m)", "min(last_5m)"), None),
     ("TasgateWebhookLatencyNearTimeout", ("query", "(2 * ", "(1 * "), None),
     ("TasgateWebhookLatencyNearTimeout", ("query", "upper_bound:10.0", "upper_bound:25.0"), None),
+    ("TasgateWebhookCallsFailing", ("query", ",error_type}", "}"), None),
+    ("TasgateWebhookCallsFailing", ("query", "min(last_10m)", "min(last_5m)"), None),
+    ("TasgateWebhookCallsFailing", ("tags", "severity:critical", "severity:warning"), None),
 ]
 
 
