@@ -100,9 +100,12 @@ def test_each_pod_group_verdict_agrees_with_the_v137_scheduler(scenario: str) ->
 
 
 def test_a_job_is_a_gang_only_when_it_asks_in_spec_scheduling() -> None:
+    """Every root Job gets a PodGroup on v1.37; basic unless spec.scheduling asks for a gang."""
     gang, _ = _submitted("job-basic.yaml")
     (job,) = [d for d in gang if d["kind"] == "Job"]
-    assert _judge(job, build_state(BASE)).audit.get("backend") != "native"  # basic, no key: no gang
+    d = _judge(job, build_state(BASE))
+    (v,) = d.pod_sets
+    assert d.reason is Reason.FITS and d.audit["backend"] == "native" and v.native["policy"] == "basic"
     gang, _ = _submitted("job-never-fits.yaml")
     (job,) = [d for d in gang if d["kind"] == "Job"]
     d = _judge(job, build_state(BASE))
@@ -316,3 +319,22 @@ def test_policy_topology_reaches_the_job_controllers_v1beta1_pod_group() -> None
     d = decide(Review(pg, pg["metadata"]["namespace"]), state, policy)
     key = {"topology": [{"key": "topology.example.com/rack"}]}
     assert d.patch == ({"op": "add", "path": "/spec/schedulingConstraints", "value": key},)
+
+
+def test_composite_children_are_predicted_inside_the_block_the_scheduler_chose() -> None:
+    """The captured scheduler put the whole composite in one block; each child's predicted rack
+    is where its pods were bound (the composite placement is scored, then children placed in it)."""
+    gang, unbound = _submitted("composite-block.yaml")
+    state = build_state(BASE + gang + unbound)
+    labels = {d["metadata"]["name"]: d["metadata"]["labels"] for d in BASE if d.get("kind") == "Node"}
+    docs = _docs(FIXTURES / "composite-block.yaml")
+    for pg in (d for d in gang if d["kind"] == "PodGroup"):
+        name = pg["metadata"]["name"]
+        racks = {
+            labels[p["spec"]["nodeName"]]["topology.example.com/rack"]
+            for p in docs
+            if p["kind"] == "Pod" and p["spec"]["schedulingGroup"]["podGroupName"] == name
+        }
+        (v,) = _judge(pg, state).pod_sets
+        assert v.now is not None and v.now.assignment is not None
+        assert {d.values[0] for d in v.now.assignment.domains} == racks, name

@@ -9,8 +9,10 @@ group's parent and the parent's PodGroups; a deeper tree is said unchecked, neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from scorer.native import NativePlacement
 from scorer.native_composite import CompositePlacement, place_composite
 from webhook.decide.native.preemption import freed_usage
 from webhook.decide.native.request import native_request, on_empty
@@ -28,6 +30,8 @@ class CompositeFinding:
     wait: str = ""  # a warning: none holds them now
     preempts: str = ""  # a warning: one holds them once lower-priority pods are evicted
     notes: tuple[str, ...] = ()  # what was not checked
+    # Each child's placement inside the composite's chosen domain now: where the scheduler binds it.
+    placements: Mapping[str, NativePlacement] = field(default_factory=dict)
 
 
 def judge_composite(subject: Subject, state: ClusterState, defaults: PodDefaults) -> CompositeFinding:
@@ -54,10 +58,18 @@ def judge_composite(subject: Subject, state: ClusterState, defaults: PodDefaults
     if not never.fits and not never.uncertain:
         return CompositeFinding(never=_never_text(root, len(children), never))
     now = place_composite(state.nodes, key, need, reqs, state.usage, False, state.native.nonzero)
-    freed = None if now.fits else freed_usage(children[0], state)
-    if freed is not None and place_composite(state.nodes, key, need, reqs, freed[0], False).fits:
-        return CompositeFinding(preempts=_preempts_text(root, freed[1]))
-    return CompositeFinding(wait="" if now.fits else _wait_text(root, now))
+    if now.fits:
+        return CompositeFinding(placements=_inside(now))
+    freed = freed_usage(children[0], state)
+    after = place_composite(state.nodes, key, need, reqs, freed[0], False) if freed is not None else None
+    if freed is not None and after is not None and after.fits:
+        return CompositeFinding(preempts=_preempts_text(root, freed[1]), placements=_inside(after))
+    return CompositeFinding(wait=_wait_text(root, now))
+
+
+def _inside(p: CompositePlacement) -> dict[str, NativePlacement]:
+    chosen = p.chosen
+    return dict(chosen.placements) if chosen is not None else {}
 
 
 def _children(root: NativeObject, subject: Subject, state: ClusterState) -> tuple[list[Group], str]:

@@ -25,12 +25,13 @@ from webhook.decide.patch import pointer
 from webhook.decide.policy import TIGHTEST, Policy, Rule
 from webhook.decide.policy import Subject as Who
 from webhook.model.podrequests import NO_DEFAULTS, PodDefaults, pod_requests
+from webhook.model.workloads.native_v1beta1 import JOB_SCHEDULING
 from webhook.state.cluster import ClusterState
 
 BACKEND = "native"
 # The group a Job controller will make (`native_subject._job`): v1.36's from the Job's counts,
 # v1.37's from its spec.scheduling. Its PodGroup gets the key at its own CREATE (this webhook).
-JOB_GANG = frozenset({"spec.parallelism", "spec.scheduling.schedulingPolicy"})
+JOB_GANG = frozenset({"spec.parallelism", JOB_SCHEDULING})
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def decide_native(
         return _with(base, Reason.INVALID, False, message=str(exc))
     groups = injected.subject.groups
     notes = [*injected.warnings, *subject.notes, *composite.notes]
+    if composite.placements:  # a child is placed inside its composite's domain
+        verdicts = tuple(_inside(g, v, composite.placements) for g, v in zip(groups, verdicts, strict=True))
     if subject.kind == "Workload":
         verdicts = _stamped_without_key(groups, verdicts, state, defaults, notes)
     base = replace(base, warnings=(*base.warnings, *notes), patch=injected.patch)
@@ -104,6 +106,13 @@ def _stamped_without_key(
         )
         out.append(_judge(replace(g, spec=replace(g.spec, key=None)), state, defaults))
     return tuple(out)
+
+
+def _inside(g: Group, v: PodSetVerdict, placements: Mapping[str, NativePlacement]) -> PodSetVerdict:
+    found = placements.get(g.spec.name)
+    if found is None:
+        return v
+    return replace(v, now=_placement(g, found, g.members.bound), native=_native_json(g, found))
 
 
 def _never(v: PodSetVerdict) -> bool:

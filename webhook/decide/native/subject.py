@@ -20,6 +20,7 @@ from webhook.model import annotations as ann
 from webhook.model.workloads import owned_by_workload
 from webhook.model.workloads.base import count_at, metadata
 from webhook.model.workloads.native import (
+    BASIC,
     COMPOSITE,
     GANG,
     GroupSpec,
@@ -29,7 +30,7 @@ from webhook.model.workloads.native import (
     read_native,
     scheduling_group,
 )
-from webhook.model.workloads.native_v1beta1 import job_scheduling
+from webhook.model.workloads.native_v1beta1 import JOB_SCHEDULING, job_scheduling
 from webhook.state.cluster import ClusterState
 from webhook.state.native import Members
 from webhook.wire.errors import InvalidObject
@@ -164,10 +165,8 @@ def _job(obj: Mapping[str, Any], namespace: str, state: ClusterState) -> Subject
     if not job_gang_candidate(obj, minor) or not (state.native.served or not kueue):
         return None
     name = str(metadata(obj).get("name") or metadata(obj).get("generateName") or "")
-    if minor >= 37:  # a gang (or a topology) only when spec.scheduling asks for one
-        asked = job_scheduling(obj)
-        if asked is None or (asked.policy != GANG and asked.key is None):
-            return None
+    if minor >= 37:  # every root Job: a gang when spec.scheduling asks for one, else basic
+        asked = job_scheduling(obj) or GroupSpec("", BASIC, 1, None, JOB_SCHEDULING)
         spec = replace(asked, name=f"{name}-pgt-0")
     else:
         spec = GroupSpec(f"{name}-pgt-0", GANG, int(obj["spec"]["parallelism"]), None, "spec.parallelism")

@@ -33,6 +33,7 @@ from webhook.model.workloads.native_fields import (
 from webhook.wire.errors import InvalidObject
 
 MAX_DEPTH = 4  # a Workload's template tree
+JOB_SCHEDULING = "spec.scheduling.schedulingPolicy"  # where a v1.37 Job's group policy sits
 
 
 def read_v1beta1(obj: Mapping[str, Any], namespace: str) -> NativeObject:
