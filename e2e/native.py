@@ -258,9 +258,13 @@ def scheduled_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def kinds_for_state() -> Sequence[str]:
-    """The kinds a ``--state`` dump of a native cluster holds (docs/cli.md's list plus the native API)."""
-    return ("nodes,pods,namespaces,limitranges,priorityclasses", f"{POD_GROUPS},{WORKLOADS},jobs")
+def kinds_for_state(k8s: NativeK8s = K8S) -> Sequence[str]:
+    """The kinds a ``--state`` dump of a native cluster holds (docs/cli.md's list plus the native
+    API; v1.37 adds CompositePodGroups)."""
+    native = f"{POD_GROUPS},{WORKLOADS},jobs"
+    if k8s.composite_api is not None:
+        native = f"{POD_GROUPS},{COMPOSITE_POD_GROUPS},{WORKLOADS},jobs"
+    return ("nodes,pods,namespaces,limitranges,priorityclasses", native)
 
 
 if __name__ == "__main__":  # python -m e2e.native: the scheduler configuration as v1.36.5 fills it in

@@ -1,6 +1,7 @@
 """One row of the native proof table (e2e/native_table.py): a workload, the fate it was written to
-meet in the v1.36.5 scheduler, and what the row changes in the cluster first. Kept apart from
-the rows themselves (e2e/native_rows.py, e2e/native_rows_more.py) so both can build them."""
+meet in the real scheduler (v1.36.5, or v1.37.0 for e2e/native_rows_v137.py), and what the row
+changes in the cluster first. Kept apart from the rows themselves (e2e/native_rows.py,
+e2e/native_rows_more.py, e2e/native_rows_v137.py) so each can build them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,19 @@ from typing import Any
 NAMESPACE = "table"
 ROWS_ENV = "TASGATE_NATIVE_ROWS"  # comma-separated row names: run only those (debugging)
 FITS, WAITS, NEVER, ERROR = "fits", "waits", "never", "error"
+# The API server refuses the row's group objects (kubectl create fails): nothing is scheduled.
+REFUSED = "refused"
+UNSCHEDULABLE = "Unschedulable"  # the reason of a never-fit group's condition
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One PodGroup of a CompositePodGroup row: its name, pods, and how many bound pods mean it
+    started (a gang's minCount; 1 for basic)."""
+
+    group: str
+    pods: int
+    started_at: int
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,12 @@ class Row:
     setup: Callable[[str], list[dict[str, Any]]] | None = None  # bound pods the row adds first
     finished: tuple[str, ...] = ()  # setup pods then marked Succeeded (their room is free again)
     nodes: tuple[NodeChange, ...] = ()  # node changes, in place while the row runs
+    # v1.37: the row is a CompositePodGroup ``composite`` over these PodGroups, started once
+    # ``min_groups`` of them have (its gang's minGroupCount; 1 for basic)
+    composite: str | None = None
+    leaves: tuple[Leaf, ...] = ()
+    min_groups: int = 1
+    refused_as: str = UNSCHEDULABLE  # the reason a never-fit group's condition must carry
 
     @property
     def started_at(self) -> int:

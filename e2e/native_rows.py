@@ -120,10 +120,10 @@ ROWS: tuple[Row, ...] = (
 )
 
 
-def selected_rows() -> tuple[Row, ...]:
-    """ROWS, or only those named in ``$TASGATE_NATIVE_ROWS``."""
+def selected_rows(rows: tuple[Row, ...] = ROWS) -> tuple[Row, ...]:
+    """``rows`` (this table's), or only those named in ``$TASGATE_NATIVE_ROWS``."""
     names = [n for n in os.environ.get(ROWS_ENV, "").split(",") if n]
-    unknown = set(names) - {row.name for row in ROWS}
+    unknown = set(names) - {row.name for row in rows}
     if unknown:
         raise ValueError(f"{ROWS_ENV} names no row {sorted(unknown)}")
-    return tuple(row for row in ROWS if not names or row.name in names)
+    return tuple(row for row in rows if not names or row.name in names)

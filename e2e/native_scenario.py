@@ -130,12 +130,15 @@ def indexed_job(
     *,
     k8s: NativeK8s = K8S,
     gang: bool = True,
+    min_count: int | None = None,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """An Indexed Job with ``parallelism == completions``: the Job controller gives it a Workload and
     a PodGroup (gang, minCount = parallelism) unless ``group`` names a PodGroup of the user's own.
     On v1.37 the gang is asked for (``spec.scheduling.schedulingPolicy.gang: {}``; the controller
-    defaults its minCount to parallelism) unless ``gang`` is False: the Job controller then makes a
-    basic group."""
+    defaults its minCount to parallelism, or it is ``min_count``; ``key`` adds
+    ``schedulingConstraints``, which the controller copies into the PodGroup) unless ``gang`` is
+    False: the Job controller then makes a basic group."""
     spec: dict[str, Any] = {
         "parallelism": pods,
         "completions": pods,
@@ -144,7 +147,10 @@ def indexed_job(
         "template": {"spec": pod_spec(gpus, group)},
     }
     if k8s.job_gang_opt_in and group is None and gang:
-        spec["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+        asked: dict[str, Any] = {} if min_count is None else {"minCount": min_count}
+        spec["scheduling"] = {"schedulingPolicy": {"gang": asked}}
+        if key is not None:
+            spec["scheduling"]["schedulingConstraints"] = {"topology": [{"key": key}]}
     metadata = {"name": name, "namespace": namespace}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
@@ -162,11 +168,16 @@ def workload_and_group(
     template_key: str | None = None,
     *,
     k8s: NativeK8s = K8S,
+    priority_class: str | None = None,
 ) -> list[dict[str, Any]]:
     """A hand-written Workload with one podGroupTemplate and the PodGroup made from it; the
-    template's key is ``template_key`` if given, else ``key``, the PodGroup's (nothing copies it)."""
+    template's key is ``template_key`` if given, else ``key``, the PodGroup's (nothing copies it).
+    ``priority_class`` (v1.37): the template's and the PodGroup's ``priorityClassName``, which the
+    Priority admission plugin resolves into the PodGroup's ``priority``."""
     template: dict[str, Any] = {"name": "workers", "schedulingPolicy": policy(min_count)}
     group_spec: dict[str, Any] = {**k8s.template_ref(name, "workers"), "schedulingPolicy": policy(min_count)}
+    if priority_class is not None:
+        template["priorityClassName"] = group_spec["priorityClassName"] = priority_class
     template_key = key if template_key is None else template_key
     if template_key is not None:
         template["schedulingConstraints"] = {"topology": [{"key": template_key}]}
@@ -218,9 +229,11 @@ def hand_written(
     template_key: str | None = None,
     *,
     k8s: NativeK8s = K8S,
+    priority_class: str | None = None,
 ) -> list[dict[str, Any]]:
     """Pods, then the Workload and PodGroup they name: a native gang written by hand (the
-    Workload's template with ``template_key`` when given, see ``workload_and_group``).
+    Workload's template with ``template_key`` when given, the groups' ``priority_class``, see
+    ``workload_and_group``).
 
     The pods go first on purpose. GangScheduling lets a gang into a PodGroup cycle as soon as
     ``minCount`` of its pods exist, so with ``minCount`` below the count and the PodGroup created
@@ -229,7 +242,9 @@ def hand_written(
     rack exactly holding 3). Until its PodGroup exists no pod is tried ("waiting for pods's pod
     group ... to appear"), so this order shows the scheduler the whole group in its first cycle.
     """
-    group = workload_and_group(name, namespace, min_count, key, template_key, k8s=k8s)
+    group = workload_and_group(
+        name, namespace, min_count, key, template_key, k8s=k8s, priority_class=priority_class
+    )
     return [*group_pods(name, namespace, pods, gpus), *group]
 
 

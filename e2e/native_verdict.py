@@ -10,6 +10,11 @@ agree, and the row's verdict is what the user meets:
   ``schedulingConstraints``), else the Job's (the Job controller makes the PodGroup), else the
   Workload's. A Workload whose template key never fits but whose PodGroup has none is admitted
   with a warning, and the PodGroup's verdict is the one compared.
+
+A v1.37 CompositePodGroup row holds the composite and several PodGroups (each placing its own
+pods): the scheduler places them together, so they are read together: ``waits`` if any of them
+(the CompositePodGroup included) waits, else ``admitted``, and the pods per domain summed over
+the PodGroups.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from typing import Any
 
 from e2e.serving import TASGATE
 
-GROUP_KINDS = ("Job", "Workload", "PodGroup")
+GROUP_KINDS = ("Job", "Workload", "PodGroup", "CompositePodGroup")
 JUDGED = ("admitted", "waits", "denied")
-READ_FIRST = ("PodGroup", "Job", "Workload")  # whose verdict the scheduler's fate follows
+# whose verdict the scheduler's fate follows
+READ_FIRST = ("PodGroup", "CompositePodGroup", "Job", "Workload")
 
 
 @dataclass(frozen=True)
@@ -65,14 +71,42 @@ def verdict(report: Mapping[str, Any], key: str | None, hosts: Mapping[str, Mapp
     denied = [r for r in judged if r.get("outcome") == "denied"]
     order = sorted(judged, key=lambda r: READ_FIRST.index(str(r.get("kind"))))
     chosen = (denied or order)[0]
+    groups = [r for r in judged if r.get("kind") == "PodGroup"]
+    if not denied and len(groups) > 1:
+        return together(groups, [r for r in judged if r.get("kind") == "CompositePodGroup"], key, hosts)
     others = ", ".join(f"{r['kind']} {r['outcome']}" for r in judged if r is not chosen)
     podsets = chosen.get("podSets") or []
     return Verdict(
         str(chosen["outcome"]),
-        f"{chosen.get('kind')}: {chosen.get('message') or chosen.get('reason') or ''}",
+        f"{chosen.get('kind')}: {said(chosen)}",
         placement(podsets, "now", key, hosts),
         placement(podsets, "whenEmpty", key, hosts),
         others,
+    )
+
+
+def said(result: Mapping[str, Any]) -> str:
+    return str(result.get("message") or result.get("reason") or "")
+
+
+def together(
+    groups: Sequence[Mapping[str, Any]],
+    composites: Sequence[Mapping[str, Any]],
+    key: str | None,
+    hosts: Mapping[str, Mapping[str, str]],
+) -> Verdict:
+    """A composite row's PodGroups (none denied) read as one group (see the module docstring)."""
+    waiting = [r for r in (*groups, *composites) if r.get("outcome") == "waits"]
+    podsets = [podset for r in groups for podset in r.get("podSets") or ()]
+    detail = "; ".join(
+        f"{r.get('kind')} {r.get('name')}: {r.get('outcome')} {said(r)}".rstrip() for r in waiting
+    )
+    return Verdict(
+        "waits" if waiting else "admitted",
+        detail or f"{len(groups)} PodGroups admitted",
+        placement(podsets, "now", key, hosts),
+        placement(podsets, "whenEmpty", key, hosts),
+        ", ".join(f"{r.get('kind')} {r.get('name')} {r.get('outcome')}" for r in (*composites, *groups)),
     )
 
 
@@ -95,12 +129,17 @@ def placement(
 def domain_of(
     values: Sequence[str], levels: Sequence[str], key: str | None, hosts: Mapping[str, Mapping[str, str]]
 ) -> str:
-    """The value of ``key`` for one assignment entry: read directly, or through its host's labels."""
+    """The value of ``key`` for one assignment entry: read directly, or through the labels of the
+    nodes it names (a host, or a finer domain all of whose nodes share one value of ``key``: a
+    composite row's block from its children's racks)."""
     if key is None:
         return "*"
     if key in levels and levels.index(key) < len(values):
         return str(values[levels.index(key)])
-    host_level = "kubernetes.io/hostname"
-    if host_level in levels and levels.index(host_level) < len(values):
-        return str(hosts.get(values[levels.index(host_level)], {}).get(key, "?"))
-    return "?"
+    named = dict(zip(levels, values, strict=False))
+    found = {
+        labels.get(key, "?")
+        for labels in hosts.values()
+        if named and all(labels.get(level) == value for level, value in named.items())
+    }
+    return str(found.pop()) if len(found) == 1 else "?"

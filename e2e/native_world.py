@@ -1,13 +1,13 @@
 """Driving and reading the native-scheduling cluster: objects in, what the real components did out.
 
-Shared by ``e2e/capture_native_objects.py`` and ``tests/e2e_native``. Everything here goes through
-kubectl against the real API server, and the only thing read from a log is the scheduler's own
-count of PodGroup cycles (its ``--v=2`` line per cycle), which no API object records.
+Shared by ``e2e/capture_native_objects.py``, ``tests/e2e_native`` and ``tests/e2e_native137``.
+Everything here goes through kubectl against the real API server; what only the scheduler's log
+says (its count of PodGroup cycles, PreEnqueue's gates, no API object records them) is read
+through e2e/native_log.py.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,21 +23,19 @@ from e2e.native import (
     NativeCluster,
     kinds_for_state,
 )
+from e2e.native_log import (
+    GROUP_GATES,
+    MIN_COUNT_GATE,
+    cycle_pattern,
+    gate_pattern,
+    named_pods,
+    parked_pattern,
+    scheduled_pattern,
+)
 from e2e.native_pods import Settled, bound, refused
 from e2e.native_scenario import BLOCKER_NAMESPACE, NODE_ALLOCATABLE, blocker_pods, nodes, priority_classes
 
 SETTLE_TIMEOUT = 60.0
-# GangScheduling's PreEnqueue statuses (pkg/scheduler/framework/plugins/gangscheduling, v1.36.5)
-MIN_COUNT_GATE = "waiting for minCount pods from a gang to appear in scheduling queue"
-GROUP_GATE = "waiting for pods's pod group"
-# v1.37.0 with CompositePodGroup on: PreEnqueue first builds the pod's group hierarchy from the
-# scheduler's cache, which fails while the PodGroup (or its parent) is missing
-# (preEnqueueWithHierarchies, cache.BuildHierarchySnapshotFromPod).
-HIERARCHY_GATE = "failed to build hierarchy snapshot"
-GROUP_GATES = (GROUP_GATE, HIERARCHY_GATE)
-# v1.37.0 keeps a pod whose PodGroup (or parent CompositePodGroup) it has not seen out of the queue
-# before any PreEnqueue, and logs it at --vmodule=scheduling_queue=5 (PriorityQueue.Add).
-INCOMPLETE_GROUP = "Pod with pod group added to incompletePodGroupPods"
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = SETTLE_TIMEOUT) -> None:
@@ -186,15 +184,20 @@ class NativeWorld:
         return list(self.cp.kubectl_json("get", kind, "-n", namespace)["items"])
 
     def dump_state(self, directory: Path) -> Path:
-        """What docs/cli.md's ``--state`` reads, plus PodGroups and Workloads, as kubectl prints it,
-        and the API's discovery document: an empty cluster holds no native object that would show
-        tasgate the API is served (webhook/state/native.py)."""
+        """What docs/cli.md's ``--state`` reads, plus the native kinds (PodGroups, Workloads and, on
+        v1.37, CompositePodGroups), as kubectl prints them, and the discovery document of each
+        served native group-version (``APIResourceList``): an empty cluster holds no native object
+        that would show tasgate the API is served (webhook/state/native.py)."""
         directory.mkdir(parents=True, exist_ok=True)
-        for i, kinds in enumerate(kinds_for_state()):
+        k8s = self.cluster.k8s
+        for i, kinds in enumerate(kinds_for_state(k8s)):
             text = self.cp.kubectl("get", kinds, "-A", "-o", "yaml").stdout
             (directory / f"state-{i}.yaml").write_text(text)
-        discovery = self.cp.kubectl("get", "--raw", f"/apis/{self.cluster.k8s.scheduling_api}").stdout
-        (directory / "discovery.json").write_text(discovery)
+        for api in k8s.served_apis:
+            discovery = self.cp.kubectl("get", "--raw", f"/apis/{api}").stdout
+            version = api.rsplit("/", 1)[1]
+            name = "discovery.json" if api == k8s.scheduling_api else f"discovery-{version}.json"
+            (directory / name).write_text(discovery)
         return directory
 
     def clear(self, namespace: str) -> None:
@@ -280,24 +283,15 @@ class NativeWorld:
         """Which of ``pods`` GangScheduling's PreEnqueue kept out of the scheduling queue ``why``
         (its ``--vmodule=scheduling_queue=4`` line): for want of ``minCount`` pods, or of the
         PodGroup itself (``GROUP_GATES``); several reasons: any of them."""
-        wanted = set(pods)
         reasons = [why] if isinstance(why, str) else list(why)
-        pattern = re.compile(
-            r'"Status after running PreEnqueue plugin" pod="' + re.escape(namespace) + r'/([^"]+)"'
-            r'.*plugin="GangScheduling".*(?:' + "|".join(map(re.escape, reasons)) + ")"
-        )
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
-        found = {m.group(1) for m in map(pattern.search, text.splitlines()) if m}
-        return found & wanted
+        return named_pods(gate_pattern(namespace, reasons), text) & set(pods)
 
     def parked(self, namespace: str, pods: Iterable[str]) -> set[str]:
         """Which of ``pods`` the v1.37 queue parked until their group objects appear (its
         ``INCOMPLETE_GROUP`` line; v1.36 gates them in PreEnqueue instead, see ``gated``)."""
-        pattern = re.compile(
-            '"' + re.escape(INCOMPLETE_GROUP) + r'[^"]*".*pod="' + re.escape(namespace) + r'/([^"]+)"'
-        )
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
-        return {m.group(1) for m in map(pattern.search, text.splitlines()) if m} & set(pods)
+        return named_pods(parked_pattern(namespace), text) & set(pods)
 
     def scheduler_lines(self, namespace: str, name: str, limit: int = 12) -> list[str]:
         """The scheduler's log lines naming ``namespace/name...`` (pods, groups): a failed row's
@@ -307,16 +301,16 @@ class NativeWorld:
         return [line[:400] for line in text.splitlines() if needle in line][-limit:]
 
     def cycles(self, namespace: str, group: str) -> int:
-        """How many PodGroup cycles the scheduler ran on ``group`` and logged as unschedulable."""
-        key = re.escape(f"{namespace}/{group}")
-        pattern = re.compile(r'"Unable to schedule a pod group".*podGroup="' + key + '"')
+        """How many failed cycles the scheduler ran on the root group ``group`` and logged
+        (``cycle_pattern``): the PodGroup, or a composite row's CompositePodGroup."""
+        pattern = cycle_pattern(self.cluster.k8s.minor, namespace, group)
         text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
         return sum(1 for line in text.splitlines() if pattern.search(line))
 
     def scheduled_logged(self, namespace: str, group: str) -> bool:
-        """Whether the scheduler logged a successful PodGroup cycle for ``group`` (``--v=2``)."""
-        needle = f'"Successfully scheduled a pod group" podGroup="{namespace}/{group}"'
-        return needle in self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        """Whether the scheduler logged a successful cycle for PodGroup ``group`` (``scheduled_pattern``)."""
+        text = self.cluster.log_path("kube-scheduler").read_text(errors="replace")
+        return bool(scheduled_pattern(namespace, group).search(text))
 
     def scheduler_events(self, namespace: str) -> list[dict[str, Any]]:
         """The events the scheduler wrote in ``namespace`` (FailedScheduling, Scheduled)."""

@@ -1,9 +1,11 @@
 """Kubernetes v1.37.0's native gangs (``make e2e-native-v137``): the smoke test of the v1.37
-control plane, scheduler and APIs tasgate's next native backend judges (docs/native-v137.md).
+control plane, scheduler and APIs tasgate's native backend judges (docs/native-v137.md), and the
+v1.37 proof table (``test_native_table_v137.py``; its logic without a cluster in
+``test_table_logic_v137.py``). Each cluster module starts a v1.37.0 cluster of its own.
 
 Its own directory and target, not in ``make e2e-native``: the v1.37 binaries cost a cold build of
-about 22 minutes on 2 cores (measured: ``e2e/build-binaries.sh native137``), which CI's budget
-takes on once the v1.37 table exists. Missing binaries fail, never skip.
+about 22 minutes on 2 cores (measured: ``e2e/build-binaries.sh native137``). Missing binaries
+fail, never skip.
 """
 
 from __future__ import annotations
