@@ -28,6 +28,7 @@ from e2e.native import (
     find_native_binaries,
     native_control_plane,
 )
+from e2e.native_k8s import NativeK8s
 from e2e.native_scenario import indexed_job
 from e2e.native_world import NativeWorld, wait_until
 from e2e.processes import stop_process
@@ -113,16 +114,17 @@ class LiveTasgate:
         stop_process(self.proc, 20)
 
 
-def webhooks(port: int, ca_bundle: str, namespace: str) -> list[dict[str, Any]]:
-    """tasgate's Mutating/ValidatingWebhookConfiguration for Jobs, Pods and the native kinds of
-    the namespaces labelled ``tasgate.io/native-<namespace>: on``."""
+def webhooks(port: int, ca_bundle: str, namespace: str, k8s: NativeK8s = K8S) -> list[dict[str, Any]]:
+    """tasgate's Mutating/ValidatingWebhookConfiguration for Jobs, Pods and the native kinds (in the
+    versions ``k8s`` serves, as manifests/webhooks registers them) of the namespaces labelled
+    ``tasgate.io/native-<namespace>: on``."""
     rules = [
         {"operations": ["CREATE"], "apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"]},
         {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]},
         {
             "operations": ["CREATE"],
             "apiGroups": ["scheduling.k8s.io"],
-            "apiVersions": [K8S.scheduling_api.rsplit("/", 1)[1]],
+            "apiVersions": [api.rsplit("/", 1)[1] for api in k8s.served_apis],
             "resources": ["workloads", "podgroups"],
         },
     ]
@@ -166,10 +168,11 @@ def serve_live(
     cp.kubectl("create", "namespace", namespace)
     cp.kubectl("label", "namespace", namespace, f"{selector(namespace)}=on")
     tasgate = LiveTasgate(cp, workdir, namespace, policy)
-    configs = webhooks(tasgate.port, "", namespace)
+    k8s = world.cluster.k8s
+    configs = webhooks(tasgate.port, "", namespace, k8s)
     try:
         wait_until("tasgate to sync and report ready", tasgate.ready, 90)
-        configs = webhooks(tasgate.port, certs.ca_bundle(tasgate.certs / "ca.crt"), namespace)
+        configs = webhooks(tasgate.port, certs.ca_bundle(tasgate.certs / "ca.crt"), namespace, k8s)
         cp.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configs))
         probe = yaml.safe_dump(indexed_job("probe", namespace, 2, 1))
 

@@ -24,7 +24,15 @@ from webhook.decide.decision import decide
 from webhook.decide.policy import Policy
 from webhook.decide.reasons import Reason
 from webhook.decide.verdicts import Decision, Review
-from webhook.live.native import COMPOSITES, POD_GROUPS_V1BETA1, WORKLOADS_V1BETA1, NativeBook
+from webhook.live.native import (
+    API_KINDS,
+    COMPOSITES,
+    POD_GROUPS,
+    POD_GROUPS_V1BETA1,
+    WORKLOADS,
+    WORKLOADS_V1BETA1,
+    NativeBook,
+)
 from webhook.live.usage import UsageBook
 from webhook.model.workloads.native import read_native
 from webhook.state.cluster import ClusterState, build_state
@@ -338,3 +346,18 @@ def test_composite_children_are_predicted_inside_the_block_the_scheduler_chose()
         (v,) = _judge(pg, state).pod_sets
         assert v.now is not None and v.now.assignment is not None
         assert {d.values[0] for d in v.now.assignment.domains} == racks, name
+
+
+def test_the_native_api_is_decided_served_when_v137s_versions_answer_after_v1alpha2s_404() -> None:
+    """v1.37 answers 404 for v1alpha2 first: that alone must not decide "not served" (the Jobs
+    and unbound pods would then not be listed until the next re-check)."""
+    book = NativeBook()
+    book.absent(WORKLOADS)
+    book.absent(POD_GROUPS)
+    assert not book.decided.is_set()
+    book.commit(POD_GROUPS_V1BETA1, {})
+    assert book.decided.is_set() and book.api_served
+    nothing = NativeBook()
+    for kind in API_KINDS:
+        nothing.absent(kind)
+    assert nothing.decided.is_set() and not nothing.api_served

@@ -112,7 +112,10 @@ class NativeBook:
         self.by_group: dict[Key, set[Key]] = {}  # (namespace, PodGroup) -> its pods
         self.members: dict[Key, Members] = {}
         self.served: set[str] = set()  # native API kinds the API server lists
-        self.decided = asyncio.Event()  # the native API's discovery answered once
+        # Whether the native API is served is decided once one version's kind lists, or every
+        # version's kind answered it is not (v1.37 answers 404 for v1alpha2 before v1beta1 lists).
+        self.decided = asyncio.Event()
+        self.answered: set[str] = set()
         self.version = 0
         self._index = NativeIndex()
         self._indexed = 0
@@ -128,6 +131,7 @@ class NativeBook:
         """A complete list of ``kind`` (objects or pods): replaces what was kept."""
         if kind in API_KINDS:
             self.served.add(kind)
+            self.answered.add(kind)
             self.decided.set()
         if kind in OBJECT_KINDS:
             self.objects[kind] = dict(items)
@@ -159,7 +163,9 @@ class NativeBook:
         was = kind in self.served
         if kind in API_KINDS:
             self.served.discard(kind)
-            self.decided.set()
+            self.answered.add(kind)
+            if self.answered >= API_KINDS:
+                self.decided.set()
         if kind in OBJECT_KINDS:
             had = bool(self.objects[kind])
             self.objects[kind] = {}
