@@ -36,6 +36,7 @@ from webhook.live.native import (
 from webhook.live.usage import UsageBook
 from webhook.model.workloads.native import read_native
 from webhook.state.cluster import ClusterState, build_state
+from webhook.state.preemptible import after_preemption
 from webhook.track.ledger import Ledger
 from webhook.track.native import as_workload, parse_native_group
 from webhook.wire.errors import InvalidObject
@@ -294,9 +295,27 @@ def test_live_usage_keeps_each_pods_priority() -> None:
     book.set("ns/a", ("n1", {"cpu": 1000, "pods": 1}, False, 5))
     book.set("ns/b", ("n1", {"cpu": 500, "pods": 1}, False, 0))
     state = book.publish(build_state([]), 1)
-    assert dict(state.ranked_usage["n1"]) == {"cpu@5": 1000, "pods@5": 1, "cpu@0": 500, "pods@0": 1}
+    assert dict(state.ranked_usage["n1"]) == {"cpu@5": 1000, "pods@5": 1}  # priority 0 is the rest
     book.set("ns/a", None)
-    assert dict(book.with_ranked(state).ranked_usage["n1"]) == {"cpu@0": 500, "pods@0": 1}
+    assert "n1" not in book.with_ranked(state).ranked_usage
+
+
+@pytest.mark.parametrize(
+    ("priority", "left", "victims"),
+    [
+        (10, {"cpu": 0, "pods": 0}, 3),  # above everyone: every pod goes
+        (5, {"cpu": 1000, "pods": 1}, 2),  # the priority-0 pod and the one at -5
+        (0, {"cpu": 1300, "pods": 2}, 1),  # only the one at -5
+        (-5, {"cpu": 1500, "pods": 3}, 0),
+    ],
+)
+def test_preemption_frees_exactly_the_pods_below_the_groups_priority(
+    priority: int, left: dict[str, int], victims: int
+) -> None:
+    usage = {"n1": {"cpu": 1500, "pods": 3}}  # pods at 5 (1000m), 0 (300m), -5 (200m)
+    ranked = {"n1": {"cpu@5": 1000, "pods@5": 1, "cpu@-5": 200, "pods@-5": 1}}
+    freed, evicted = after_preemption(usage, ranked, priority)
+    assert (dict(freed["n1"]), evicted) == (left, victims)
 
 
 def test_the_tracker_reads_v137s_condition_and_version() -> None:

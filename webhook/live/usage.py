@@ -215,8 +215,9 @@ class UsageBook:
 
     def _account(self, node: str, shape: Shape, sign: int, priority: int) -> None:
         self.totals.set(node, _moved(self.totals.get(node), shape, sign))
-        self.ranked.set(node, _moved(self.ranked.get(node), ranked(shape, priority), sign))
-        self._ranked_view = None
+        if priority != 0:  # priority 0 is the node's usage less what is kept (`state.preemptible`)
+            self.ranked.set(node, _moved(self.ranked.get(node), ranked(shape, priority), sign))
+            self._ranked_view = None
         self._to_ledgers(node, shape, sign)
         if self._journal is not None:
             self._journal.append((node, shape, sign))

@@ -7,9 +7,11 @@ fits, evicts the victims it needs and binds the group. So "fits after preemption
 usage of the pods at or above its priority".
 
 Kept compactly, one flat mapping per node beside its usage: each resource under the key
-``"<resource>@<priority>"`` (a pod's ``spec.priority``, which admission always sets; 0 when
-absent), so the live writer keeps it in the same copy-on-write shards as usage
-(`state.snapshot_usage.UsageShards`) and a dump's fold the same way.
+``"<resource>@<priority>"`` (a pod's ``spec.priority``, which admission always sets), so the live
+writer keeps it in the same copy-on-write shards as usage (`state.snapshot_usage.UsageShards`)
+and a dump's fold the same way. Pods of priority 0 (no class, no global default: most pods of
+most clusters) are not kept: they are the node's usage less everything kept, so the cluster that
+ranks nothing pays nothing for this.
 """
 
 from __future__ import annotations
@@ -34,20 +36,25 @@ def ranked(items: Iterable[tuple[str, int]], priority: int) -> list[tuple[str, i
 
 
 def add_ranked(into: dict[str, dict[str, int]], node: str, requests: Requests, priority: int) -> None:
-    """Count one pod's requests on ``node`` under its priority (a dump's fold)."""
+    """Count one pod's requests on ``node`` under its priority (a dump's fold); priority 0 is not kept."""
+    if priority == 0:
+        return
     total = into.setdefault(node, {})
     for key, amount in ranked(requests.items(), priority):
         total[key] = total.get(key, 0) + amount
 
 
-def lower_than(ranked_usage: Requests, priority: int) -> dict[str, int]:
-    """The requests of a node's pods below ``priority``: what preemption frees there."""
-    freed: dict[str, int] = {}
+def lower_than(usage: Requests, ranked_usage: Requests, priority: int) -> dict[str, int]:
+    """The requests of a node's pods below ``priority``: what preemption frees there. Above 0 that
+    is its usage less every kept pod at or above ``priority``; at or below 0, the kept pods below."""
+    kept: dict[str, int] = {}
     for key, amount in ranked_usage.items():
         name, _, rank = key.rpartition(SEP)
-        if int(rank) < priority:
-            freed[name] = freed.get(name, 0) + amount
-    return freed
+        if (int(rank) >= priority) if priority > 0 else (int(rank) < priority):
+            kept[name] = kept.get(name, 0) + amount
+    if priority <= 0:
+        return kept
+    return {r: n - kept.get(r, 0) for r, n in usage.items() if n - kept.get(r, 0) > 0}
 
 
 def after_preemption(
@@ -57,11 +64,12 @@ def after_preemption(
     evicts at most; nodes with nothing to free keep their usage."""
     out = dict(usage)
     victims = 0
-    for node, by_rank in ranked_usage.items():
-        freed = lower_than(by_rank, priority)
+    nodes = usage if priority > 0 else ranked_usage  # at or below 0 only kept pods are below
+    for node in nodes:
+        have = usage.get(node, {})
+        freed = lower_than(have, ranked_usage.get(node, {}), priority)
         if not freed:
             continue
         victims += freed.get("pods", 0)
-        have = usage.get(node, {})
         out[node] = {r: have.get(r, 0) - freed.get(r, 0) for r in have}
     return out, victims
