@@ -165,16 +165,24 @@ def test_job_gang_live_verdicts_tracking_and_prediction(
 def test_never_fitting_pod_group_is_denied_from_its_unbound_pods(
     world: NativeWorld, live: LiveTasgate, tmp_path: Path
 ) -> None:
+    denied_from_unbound_pods(world, live, tmp_path, NS, SCHEDULING_API)
+
+
+def denied_from_unbound_pods(
+    world: NativeWorld, live: LiveTasgate, tmp_path: Path, ns: str, api: str
+) -> None:
+    """7 × 4 GPU pods, then their PodGroup (``api``, gang 7, rack): denied at its CREATE with the
+    numbers, as ``tasgate check`` says on a dump and on the live cluster; no pod ever bound."""
     pods = [
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"wide-{i}", "namespace": NS},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"wide-{i}", "namespace": ns},
          "spec": pod_spec(4, "too-wide")}
         for i in range(7)
     ]  # fmt: skip
     world.create(pods)
     pg = {
-        "apiVersion": SCHEDULING_API,
+        "apiVersion": api,
         "kind": "PodGroup",
-        "metadata": {"name": "too-wide", "namespace": NS},
+        "metadata": {"name": "too-wide", "namespace": ns},
         "spec": {
             "schedulingPolicy": {"gang": {"minCount": 7}},
             "schedulingConstraints": {"topology": [{"key": RACK}]},
@@ -192,4 +200,4 @@ def test_never_fitting_pod_group_is_denied_from_its_unbound_pods(
     assert check(live, state, [pg], tmp_path)[("PodGroup", "too-wide")] == verdict
     listed = check(live, world.cp.kubeconfig, [pg], tmp_path, live=True)  # the native kinds listed too
     assert listed[("PodGroup", "too-wide")] == verdict
-    assert all(not p["spec"].get("nodeName") for p in world.group_pods(NS, "too-wide"))
+    assert all(not p["spec"].get("nodeName") for p in world.group_pods(ns, "too-wide"))

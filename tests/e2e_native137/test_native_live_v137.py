@@ -21,16 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from e2e.kueue_scenario import RACK
-from e2e.native import NativeCluster, native_control_plane
 from e2e.native_k8s import V1_37
-from e2e.native_scenario import indexed_job, pod_spec
+from e2e.native_scenario import indexed_job
 from e2e.native_world import NativeWorld
 from tests.e2e_native.conftest import LiveTasgate, serve_live
-from tests.e2e_native.test_native_live import POLICY, check, dump, metric, waited
-from tests.e2e_native137.test_v137_smoke import _require_v137
+from tests.e2e_native.test_native_live import POLICY, check, denied_from_unbound_pods, dump, metric, waited
 
 pytestmark = pytest.mark.e2e_native
 
@@ -38,12 +35,8 @@ NS = "live137"
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[NativeWorld]:
-    _require_v137()
-    with native_control_plane(V1_37) as cp, NativeCluster(cp, k8s=V1_37) as cluster:
-        found = NativeWorld(cp, cluster)
-        found.build()
-        yield found
+def world(v137: NativeWorld) -> NativeWorld:
+    return v137
 
 
 @pytest.fixture(scope="module")
@@ -94,30 +87,4 @@ def test_v1beta1_job_gang_is_mutated_judged_and_followed(
 def test_never_fitting_v1beta1_pod_group_is_denied_from_its_unbound_pods(
     world: NativeWorld, live: LiveTasgate, tmp_path: Path
 ) -> None:
-    pods = [
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"wide-{i}", "namespace": NS},
-         "spec": pod_spec(4, "too-wide")}
-        for i in range(7)
-    ]  # fmt: skip
-    world.create(pods)
-    pg = {
-        "apiVersion": V1_37.scheduling_api,
-        "kind": "PodGroup",
-        "metadata": {"name": "too-wide", "namespace": NS},
-        "spec": {
-            "schedulingPolicy": {"gang": {"minCount": 7}},
-            "schedulingConstraints": {"topology": [{"key": RACK}]},
-        },
-    }
-    state = dump(world, tmp_path / "with-pods")
-    created = world.cp.kubectl("create", "-f", "-", input=yaml.safe_dump(pg), check=False)
-    assert created.returncode != 0, created.stdout
-    assert 'admission webhook "mutate.tasgate.io" denied the request' in created.stderr, created.stderr
-    assert "holds at most 6 of the 7 pods" in created.stderr, created.stderr
-    waited("tasgate's audit of the denied PodGroup", lambda: ("PodGroup", "too-wide") in live.verdicts())
-    verdict = live.verdicts()[("PodGroup", "too-wide")]
-    assert verdict == ("never-fits", False)
-    assert check(live, state, [pg], tmp_path)[("PodGroup", "too-wide")] == verdict
-    listed = check(live, world.cp.kubeconfig, [pg], tmp_path, live=True)  # v1beta1 listed as live mode does
-    assert listed[("PodGroup", "too-wide")] == verdict
-    assert all(not p["spec"].get("nodeName") for p in world.group_pods(NS, "too-wide"))
+    denied_from_unbound_pods(world, live, tmp_path, NS, V1_37.scheduling_api)

@@ -14,32 +14,24 @@ build command (never a skip).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from e2e.native import NativeCluster, find_control_plane_binaries, find_native_binaries, native_control_plane
-from e2e.native_k8s import V1_37
 from e2e.native_row import FITS, NAMESPACE, NEVER, REFUSED, WAITS
 from e2e.native_rows import selected_rows
 from e2e.native_rows_v137 import ROWS_V137, SCHEDULER_ERROR
 from e2e.native_table import run_row, table
 from e2e.native_world import NativeWorld
-from tests.e2e_cluster.binaries import require
 
 pytestmark = pytest.mark.e2e_native
 
 
 @pytest.fixture(scope="module")
-def world137() -> Iterator[NativeWorld]:
-    """A v1.37.0 control plane, kcm, kwok and scheduler of its own: nodes, blockers, the table's namespace."""
-    require(lambda: find_control_plane_binaries(V1_37), lambda: find_native_binaries(V1_37))
-    with native_control_plane(V1_37) as cp, NativeCluster(cp, k8s=V1_37) as cluster:
-        world = NativeWorld(cp, cluster)
-        world.build()
-        cp.kubectl("create", "namespace", NAMESPACE)
-        yield world
+def world137(v137: NativeWorld) -> NativeWorld:
+    """The module's v1.37.0 cluster (conftest) with the table's namespace."""
+    v137.cp.kubectl("create", "namespace", NAMESPACE)
+    return v137
 
 
 def test_tasgate_predicts_the_v137_scheduler(world137: NativeWorld, tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,10 +36,8 @@ from e2e.kueue_scenario import BLOCK, RACK
 from e2e.native import (
     COMPOSITE_POD_GROUPS,
     WORKLOADS,
-    NativeCluster,
     find_control_plane_binaries,
     find_native_binaries,
-    native_control_plane,
 )
 from e2e.native_k8s import V1_36, V1_37
 from e2e.native_pods import Settled, bound
@@ -66,16 +63,6 @@ LABELS = nodes()
 
 def _require_v137() -> None:
     require(lambda: find_control_plane_binaries(V1_37), lambda: find_native_binaries(V1_37))
-
-
-@pytest.fixture(scope="module")
-def v137() -> Iterator[NativeWorld]:
-    """The v1.37.0 control plane, kcm, kwok and scheduler, with the 12 nodes and blocker pods."""
-    _require_v137()
-    with native_control_plane(V1_37) as cp, NativeCluster(cp, k8s=V1_37) as cluster:
-        world = NativeWorld(cp, cluster)
-        world.build()
-        yield world
 
 
 def domains(pods: list[dict[str, Any]], key: str) -> set[str]:
