@@ -26,10 +26,14 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from webhook.model.workloads.native import (
+    V1ALPHA2,
+    V1ALPHA3,
+    V1BETA1,
     job_gang_candidate,
     read_native,
     scheduling_group,
 )
+from webhook.model.workloads.native_fields import served_minor
 from webhook.state.native import Key, Members, NativeFold, NativeIndex
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.track.records import PodRecord, parse_pod
@@ -40,6 +44,13 @@ WORKLOADS_V1BETA1, POD_GROUPS_V1BETA1 = "nativeworkloads-v1beta1", "nativepodgro
 COMPOSITES = "nativecompositepodgroups"  # v1alpha3 (v1.37)
 JOBS, UNBOUND_PODS, BOUND_PODS = "jobs", "unboundpods", "pods"
 V137_KINDS = frozenset({WORKLOADS_V1BETA1, POD_GROUPS_V1BETA1, COMPOSITES})
+API_VERSIONS = {
+    WORKLOADS: V1ALPHA2,
+    POD_GROUPS: V1ALPHA2,
+    WORKLOADS_V1BETA1: V1BETA1,
+    POD_GROUPS_V1BETA1: V1BETA1,
+    COMPOSITES: V1ALPHA3,
+}
 API_KINDS = frozenset({WORKLOADS, POD_GROUPS, *V137_KINDS})  # served only with the native API
 OBJECT_KINDS = frozenset({*API_KINDS, JOBS})
 KINDS = frozenset({*OBJECT_KINDS, UNBOUND_PODS})  # the Mirror hands these to the book whole
@@ -255,8 +266,7 @@ class NativeBook:
         serves one release's versions, never both)."""
         if any(self.objects[k] for k in V137_KINDS):
             return 37
-        old = {WORKLOADS, POD_GROUPS}
-        return 37 if self.served & V137_KINDS and not self.served & old else 36
+        return served_minor({API_VERSIONS[k] for k in self.served})
 
     def gated(self, make: Callable[[client.ApiClient], Lister]) -> Callable[[client.ApiClient], Lister]:
         """``make``'s lister, whose lists answer 404 while the native API is not served (the

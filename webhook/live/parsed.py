@@ -21,7 +21,7 @@ from webhook.live.usage import Assigned, Use
 from webhook.state import kueue_manager
 from webhook.state.fields import metadata
 from webhook.state.nodes import parse_node, pod_usage
-from webhook.state.preemptible import pod_priority
+from webhook.state.preemptible import stored_priority
 from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
 from webhook.state.workloads import is_tas_pod, workload_usage
@@ -149,7 +149,7 @@ def pod_use(obj: Mapping[str, Any]) -> Use | Rejected | None:
     or why it is left out (its usage then counts nowhere: `state.rejected` says so)."""
     try:
         found = pod_usage(obj)
-        return None if found is None else (found[0], found[1], is_tas_pod(obj), pod_priority(obj))
+        return None if found is None else (found[0], found[1], is_tas_pod(obj), stored_priority(obj))
     except InvalidObject as exc:
         return rejected_of(obj, exc)
 

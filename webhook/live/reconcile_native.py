@@ -30,6 +30,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from webhook.live import reconcile_view as view
 from webhook.live.kinds import Kind, custom_lister
 from webhook.model.workloads.native import NATIVE_APIS, V1ALPHA2, V1BETA1, scheduling_group
+from webhook.model.workloads.native_fields import served_minor
 from webhook.wire.errors import InvalidObject
 
 NATIVE_PODS, NATIVE_GROUPS = "reconcile-nativepods", "reconcile-nativepodgroups"
@@ -56,7 +57,8 @@ class NativeGate:
     def api(self) -> str:
         """The version a missing group is created in: v1beta1 where only it is served (v1.37),
         else v1alpha2 (a real API server serves one release's versions, never both)."""
-        return V1BETA1 if self.answers.get(V1BETA1) and not self.answers.get(V1ALPHA2) else V1ALPHA2
+        served = {api for api, answered in self.answers.items() if answered}
+        return V1BETA1 if served_minor(served) >= 37 else V1ALPHA2
 
     def found(self, api: str, served: bool) -> None:
         self.answers[api] = served

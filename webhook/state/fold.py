@@ -30,7 +30,7 @@ from webhook.state.kueue_manager import (
 from webhook.state.kueue_release import KueueRelease, release_of
 from webhook.state.native import NativeFold
 from webhook.state.nodes import add_usage, parse_node, pod_usage
-from webhook.state.preemptible import add_ranked, pod_priority
+from webhook.state.preemptible import add_ranked, stored_priority
 from webhook.state.priorities import add_priority_class
 from webhook.state.quota_usage import QuotaCharge, quota_charge
 from webhook.state.rejected import Rejected, rejected_of
@@ -155,7 +155,7 @@ class Fold:
             if found is not None:
                 tas = is_tas_pod(obj)
                 add_usage({found[0]: found[1]}, self.from_tas_pods if tas else self.from_pods)
-                add_ranked(self.tas_ranked if tas else self.ranked, found[0], found[1], pod_priority(obj))
+                add_ranked(self.tas_ranked if tas else self.ranked, found[0], found[1], stored_priority(obj))
         elif kind == "Namespace":
             labels = string_map(metadata(obj).get("labels"), f"Namespace {name}: metadata.labels")
             self.namespaces[name] = labels

@@ -23,7 +23,7 @@ Requests = Mapping[str, int]
 SEP = "@"
 
 
-def pod_priority(obj: Mapping[str, Any]) -> int:
+def stored_priority(obj: Mapping[str, Any]) -> int:
     """A bound pod's ``spec.priority`` (set by admission from its class), 0 when absent."""
     spec = obj.get("spec")
     value = spec.get("priority") if isinstance(spec, Mapping) else None

@@ -24,6 +24,14 @@ V1ALPHA3 = "scheduling.k8s.io/v1alpha3"  # Kubernetes v1.37: the same, and Compo
 NATIVE_API = V1ALPHA2  # the v1.36 version (kept as the default of objects tasgate writes)
 NATIVE_APIS = (V1ALPHA2, V1BETA1, V1ALPHA3)
 MINOR = {V1ALPHA2: 36, V1BETA1: 37, V1ALPHA3: 37}  # the Kubernetes minor serving each version
+
+
+def served_minor(served: frozenset[str] | set[str]) -> int:
+    """The release whose versions answer: 37 when only v1.37's do, else 36. A real API server
+    serves one release's versions, never both; a fake one answering every path reads as v1.36."""
+    return 37 if served & {V1BETA1, V1ALPHA3} and V1ALPHA2 not in served else 36
+
+
 NATIVE_KINDS = frozenset({"Workload", "PodGroup"})
 COMPOSITE = "CompositePodGroup"
 MAX_TEMPLATES = 8  # spec.podGroupTemplates +k8s:maxItems
